@@ -1,0 +1,95 @@
+"""``extra_config`` validated once, in ``convert``, into an immutable Options."""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from . import constants as C
+from .exceptions import ConstantError
+
+__all__ = ["Options", "parse_options", "DEFAULT_MEMORY_BUDGET"]
+
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
+TREE_IMPLEMENTATIONS = ("gemm", "tree_trav", "perf_tree_trav")
+PRECISIONS = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class Options:
+    n_threads: Optional[int] = None
+    batch_size: Optional[int] = None
+    tree_implementation: Optional[str] = None
+    precision: Optional[str] = None  # None: float32, float64 where input and source need it
+    onnx_target_opset: Optional[int] = None
+    onnx_model_name: Optional[str] = None
+    tvm_max_fuse_depth: Optional[int] = None
+    tvm_pad_input: bool = False
+    input_names: Optional[Tuple[str, ...]] = None
+    output_names: Optional[Tuple[str, ...]] = None
+    container: bool = True
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET
+
+    def replace(self, **changes) -> "Options":
+        return dataclasses.replace(self, **changes)
+
+
+def _positive_int(key, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConstantError(f"extra_config[{key!r}] must be a positive integer (got {value!r}).")
+    return value
+
+
+def _choice(key, value, choices):
+    if value not in choices:
+        raise ConstantError(
+            f"extra_config[{key!r}] is not supported (got {value!r}); supported: {', '.join(choices)}.")
+    return value
+
+
+def _names(key, value):
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConstantError(f"extra_config[{key!r}] must be a list of strings (got {value!r}).")
+    return tuple(value)
+
+
+def parse_options(extra_config) -> Options:
+    """Check every key and value; the caller's dict is read, never changed."""
+    if extra_config is None:
+        return Options()
+    if not isinstance(extra_config, dict):
+        raise ConstantError(f"extra_config must be a dict (got {type(extra_config).__name__}).")
+    unknown = sorted(str(k) for k in extra_config if k not in C.KNOWN_KEYS)
+    if unknown:
+        raise ConstantError(
+            f"Unknown extra_config key(s) {', '.join(map(repr, unknown))}; "
+            f"known keys: {', '.join(C.KNOWN_KEYS)}.")
+    cfg = extra_config
+    fields = {}
+    if cfg.get(C.N_THREADS) is not None:
+        fields["n_threads"] = _positive_int(C.N_THREADS, cfg[C.N_THREADS])
+    if cfg.get(C.BATCH_SIZE) is not None:
+        fields["batch_size"] = _positive_int(C.BATCH_SIZE, cfg[C.BATCH_SIZE])
+    if cfg.get(C.TREE_IMPLEMENTATION) is not None:
+        fields["tree_implementation"] = _choice(
+            C.TREE_IMPLEMENTATION, cfg[C.TREE_IMPLEMENTATION], TREE_IMPLEMENTATIONS)
+    if cfg.get(C.TREE_OP_PRECISION_DTYPE) is not None:
+        value = cfg[C.TREE_OP_PRECISION_DTYPE]
+        value = getattr(value, "__name__", None) or str(value).replace("torch.", "")
+        fields["precision"] = _choice(C.TREE_OP_PRECISION_DTYPE, value, PRECISIONS)
+    if cfg.get(C.ONNX_TARGET_OPSET) is not None:
+        fields["onnx_target_opset"] = _positive_int(C.ONNX_TARGET_OPSET, cfg[C.ONNX_TARGET_OPSET])
+    if cfg.get(C.ONNX_OUTPUT_MODEL_NAME) is not None:
+        fields["onnx_model_name"] = str(cfg[C.ONNX_OUTPUT_MODEL_NAME])
+    if cfg.get(C.TVM_MAX_FUSE_DEPTH) is not None:
+        fields["tvm_max_fuse_depth"] = _positive_int(C.TVM_MAX_FUSE_DEPTH, cfg[C.TVM_MAX_FUSE_DEPTH])
+    if C.TVM_PAD_INPUT in cfg:
+        fields["tvm_pad_input"] = bool(cfg[C.TVM_PAD_INPUT])
+    if cfg.get(C.INPUT_NAMES) is not None:
+        fields["input_names"] = _names(C.INPUT_NAMES, cfg[C.INPUT_NAMES])
+    if cfg.get(C.OUTPUT_NAMES) is not None:
+        fields["output_names"] = _names(C.OUTPUT_NAMES, cfg[C.OUTPUT_NAMES])
+    if C.CONTAINER in cfg:
+        fields["container"] = bool(cfg[C.CONTAINER])
+    if cfg.get(C.MEMORY_BUDGET_BYTES) is not None:
+        fields["memory_budget_bytes"] = _positive_int(C.MEMORY_BUDGET_BYTES, cfg[C.MEMORY_BUDGET_BYTES])
+    return Options(**fields)

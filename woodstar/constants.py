@@ -1,0 +1,58 @@
+"""Keys accepted in ``extra_config``; the strings are Hummingbird's, so existing
+configuration dictionaries keep their meaning."""
+
+__all__ = [
+    "N_THREADS",
+    "BATCH_SIZE",
+    "TREE_IMPLEMENTATION",
+    "TREE_OP_PRECISION_DTYPE",
+    "ONNX_TARGET_OPSET",
+    "ONNX_OUTPUT_MODEL_NAME",
+    "TVM_MAX_FUSE_DEPTH",
+    "TVM_PAD_INPUT",
+    "INPUT_NAMES",
+    "OUTPUT_NAMES",
+    "CONTAINER",
+    "MEMORY_BUDGET_BYTES",
+    "KNOWN_KEYS",
+]
+
+N_THREADS = "n_threads"
+"""Number of intra-op threads the converted model uses."""
+
+BATCH_SIZE = "batch_size"
+"""Rows per batch; larger inputs are split by the container."""
+
+TREE_IMPLEMENTATION = "tree_implementation"
+"""Force a tree strategy: "gemm", "tree_trav" or "perf_tree_trav"."""
+
+TREE_OP_PRECISION_DTYPE = "tree_op_precision_dtype"
+"""Precision of tree comparisons and sums: "float32" or "float64"."""
+
+ONNX_TARGET_OPSET = "onnx_target_opset"
+ONNX_OUTPUT_MODEL_NAME = "onnx_model_name"
+TVM_MAX_FUSE_DEPTH = "tvm_max_fuse_depth"
+TVM_PAD_INPUT = "tvm_pad_prediction_inputs"
+INPUT_NAMES = "input_names"
+OUTPUT_NAMES = "output_names"
+
+CONTAINER = "container"
+"""False returns the raw backend model instead of the container."""
+
+MEMORY_BUDGET_BYTES = "memory_budget_bytes"
+"""Woodstar's own key: the most memory one batch's intermediates may take."""
+
+KNOWN_KEYS = (
+    N_THREADS,
+    BATCH_SIZE,
+    TREE_IMPLEMENTATION,
+    TREE_OP_PRECISION_DTYPE,
+    ONNX_TARGET_OPSET,
+    ONNX_OUTPUT_MODEL_NAME,
+    TVM_MAX_FUSE_DEPTH,
+    TVM_PAD_INPUT,
+    INPUT_NAMES,
+    OUTPUT_NAMES,
+    CONTAINER,
+    MEMORY_BUDGET_BYTES,
+)

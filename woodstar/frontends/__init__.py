@@ -1,0 +1,6 @@
+"""Frontends: read a fitted model into IR. Never import torch."""
+
+from . import sklearn_trees  # noqa: F401  (registers scikit-learn models)
+from .registry import find_frontend, register_frontend, supported_models
+
+__all__ = ["find_frontend", "register_frontend", "supported_models"]

@@ -1,0 +1,85 @@
+"""The estimator head: how a model's raw outputs become the estimator's methods.
+
+The TreeEnsemble says what function the trees compute; the head says what the
+source estimator does with it (labels, which methods exist, 1-D or 2-D outputs), so
+the container can reproduce the estimator's public API without knowing its library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..exceptions import InvalidModelError
+
+__all__ = ["Head", "TASKS", "DECISION_RULES", "METHODS"]
+
+TASKS = ("regression", "classification", "anomaly", "ranking")
+DECISION_RULES = (
+    "argmax",  # label = classes[argmax(proba)]; ties go to the first class
+    "raw_ge_zero",  # binary on one raw margin: class 1 when raw >= 0 (GradientBoosting)
+    "raw_gt_zero",  # binary on one raw margin: class 1 when raw > 0 (HistGradientBoosting)
+)
+METHODS = ("predict", "predict_proba", "decision_function", "score_samples")
+
+
+@dataclass(frozen=True, eq=False)
+class Head:
+    """What the container exposes for one converted estimator.
+
+    ``class_groups`` lists, for a classifier, the number of classes of each output
+    (one entry for an ordinary classifier, several for multi-output ones); the
+    transformed outputs hold those groups' probabilities side by side.
+    """
+
+    estimator: str
+    task: str
+    n_features: int
+    methods: Tuple[str, ...]
+    feature_names: Optional[Tuple[str, ...]] = None
+    classes: Optional[Tuple[np.ndarray, ...]] = None
+    decision_rule: str = "argmax"
+    squeeze_output: bool = True  # 1-D predict/decision_function for a single output
+    anomaly_offset: float = 0.0  # IsolationForest.offset_
+    allows_nan: bool = True  # the source accepts NaN at predict time
+    allows_inf: bool = True  # the source accepts +-inf (after rounding to its precision)
+    library_versions: Tuple[Tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "methods", tuple(self.methods))
+        if self.feature_names is not None:
+            object.__setattr__(self, "feature_names", tuple(str(n) for n in self.feature_names))
+        if self.classes is not None:
+            object.__setattr__(self, "classes", tuple(np.asarray(c) for c in self.classes))
+        object.__setattr__(self, "library_versions", tuple(tuple(v) for v in self.library_versions))
+
+    @property
+    def class_groups(self) -> Tuple[int, ...]:
+        return tuple(len(c) for c in self.classes) if self.classes is not None else ()
+
+    @property
+    def is_multi_output_classifier(self) -> bool:
+        return self.classes is not None and len(self.classes) > 1
+
+    def replace(self, **changes) -> "Head":
+        return dataclasses.replace(self, **changes)
+
+    def validate(self) -> "Head":
+        def fail(message):
+            raise InvalidModelError(f"Head of {self.estimator}: {message}")
+
+        if self.task not in TASKS:
+            fail(f"task {self.task!r} not in {TASKS}")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            fail(f"methods {unknown} not in {METHODS}")
+        if self.decision_rule not in DECISION_RULES:
+            fail(f"decision_rule {self.decision_rule!r} not in {DECISION_RULES}")
+        if self.task == "classification" and not self.classes:
+            fail("a classifier needs its classes")
+        if self.feature_names is not None and len(self.feature_names) != self.n_features:
+            fail(f"{len(self.feature_names)} feature names for {self.n_features} features")
+        return self

@@ -1,0 +1,77 @@
+"""A NumPy reference predictor for the TreeEnsemble IR.
+
+It follows the IR's definition literally, one tree at a time, in float64. It is the
+oracle between a frontend and the lowerings: source library == reference says the
+frontend is right; reference == tensor module says the lowering is right.
+"""
+
+import numpy as np
+
+from .transforms import apply_post_transform
+from .tree_ensemble import LE, TreeEnsemble
+
+__all__ = ["predict_raw", "predict", "decide_left"]
+
+
+def decide_left(ens: TreeEnsemble, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Which of ``nodes`` (global indices of internal nodes) send ``values`` left."""
+    is_nan = np.isnan(values)
+    threshold = ens.threshold[nodes]
+    with np.errstate(invalid="ignore"):
+        numerical = np.where(ens.comparison[nodes] == LE, values <= threshold, values < threshold)
+    go_left = numerical
+    categorical = ens.is_categorical[nodes]
+    if categorical.any():
+        go_left = go_left.copy()
+        go_left[categorical] = _category_in_set(ens, nodes[categorical], values[categorical])
+    return np.where(is_nan, ens.default_left[nodes], go_left)
+
+
+def _category_in_set(ens, nodes, values):
+    with np.errstate(invalid="ignore"):
+        code = np.trunc(values)
+        n_bits = 32 * ens.cat_bitset_size[nodes]
+        valid = (code >= 0) & (code < n_bits)
+        if ens.categorical_rule == "nonnegative":
+            valid &= values >= 0
+        elif ens.categorical_rule == "exact":
+            valid &= values == code
+    code = np.where(valid, code, 0).astype(np.int64)
+    words = ens.cat_bitsets[np.minimum(ens.cat_bitset_start[nodes] + code // 32, len(ens.cat_bitsets) - 1)]
+    bits = (words >> (code % 32).astype(np.uint32)) & 1
+    return valid & (bits == 1)
+
+
+def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
+    """Raw scores (aggregated trees + base score), shape (n, n_outputs), float64."""
+    X = np.asarray(X, dtype=np.float64)
+    if ens.input_precision == "float32":
+        with np.errstate(over="ignore"):
+            X = X.astype(np.float32).astype(np.float64)
+    n = X.shape[0]
+    raw = np.zeros((n, ens.n_outputs))
+    rows = np.arange(n)
+    width = ens.leaf_width
+    for t in range(ens.n_trees):
+        offset = ens.tree_offsets[t]
+        node = np.zeros(n, dtype=np.int64)
+        while True:
+            current = offset + node
+            active = ens.left[current] >= 0
+            if not active.any():
+                break
+            nodes = current[active]
+            values = X[rows[active], ens.feature[nodes]]
+            go_left = decide_left(ens, nodes, values)
+            node[active] = np.where(go_left, ens.left[nodes], ens.right[nodes])
+        start = ens.tree_output_start[t]
+        raw[:, start:start + width] += ens.leaf_value[offset + node]
+    if ens.aggregation == "mean":
+        raw /= ens.n_trees
+    return raw + ens.base_score
+
+
+def predict(ens: TreeEnsemble, X):
+    """(raw scores, transformed scores), both float64."""
+    raw = predict_raw(ens, X)
+    return raw, apply_post_transform(ens.post_transform, raw, ens.post_transform_scale)

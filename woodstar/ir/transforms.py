@@ -1,0 +1,31 @@
+"""NumPy definitions of the post-transforms named in the IR (the reference)."""
+
+import numpy as np
+
+__all__ = ["apply_post_transform"]
+
+
+def _sigmoid(z):
+    # exp of a non-positive number never overflows.
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """Transform raw scores of shape (n, n_outputs), in float64."""
+    z = raw * scale if scale != 1.0 else raw
+    if name == "identity":
+        return z
+    if name == "sigmoid":
+        return _sigmoid(z)
+    if name == "sigmoid_binary":
+        p = _sigmoid(z[:, :1])
+        return np.concatenate([1.0 - p, p], axis=1)
+    if name == "softmax":
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    if name == "exp":
+        return np.exp(z)
+    if name == "isolation_forest":
+        return -np.exp2(-z)
+    raise ValueError(f"unknown post_transform {name!r}")

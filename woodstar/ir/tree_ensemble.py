@@ -1,0 +1,259 @@
+"""The TreeEnsemble IR: one neutral form for every tree library.
+
+Nodes of all trees are stored in flat arrays, tree after tree; ``tree_offsets[t]`` is
+the index of tree ``t``'s root and children are *tree-local* indices. Each library's
+quirks (learning rate, base score, ``<`` versus ``<=``, which side a categorical set
+sends, where a NaN goes) are resolved by its frontend, so the meaning of a node is
+always the same:
+
+* numerical node ``n`` on feature ``f``: a NaN goes to the ``default_left`` side;
+  otherwise ``x[f] <= threshold`` (``comparison == LE``) or ``x[f] < threshold``
+  (``LT``) goes left. ``x`` is first rounded to ``input_precision``: scikit-learn's
+  trees and XGBoost compare a float32 copy of the input, HistGradientBoosting and
+  LightGBM compare the float64 value.
+* categorical node: a NaN goes to the ``default_left`` side; a value that is a valid
+  category ``c`` with bit ``c`` set in the node's bitset goes left; every other value
+  (invalid, unlisted, beyond the bitset) goes right. What is a valid category is the
+  ensemble's ``categorical_rule``: "truncate" (``c = trunc(x) >= 0``, LightGBM),
+  "nonnegative" (``x >= 0``, ``c = trunc(x)``, XGBoost) or "exact" (``x`` must be a
+  non-negative integer, scikit-learn's encoded categories).
+* a tree's leaf adds ``leaf_value[leaf]`` (a vector of ``leaf_width``) to the raw
+  outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
+
+Raw score = aggregation over trees ("sum" or "mean") + ``base_score``; the prediction
+is ``post_transform(post_transform_scale * raw)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import InvalidModelError
+
+__all__ = [
+    "TreeEnsemble", "LE", "LT", "AGGREGATIONS", "POST_TRANSFORMS", "PRECISIONS", "CATEGORICAL_RULES",
+]
+
+LE = 0
+LT = 1
+AGGREGATIONS = ("sum", "mean")
+POST_TRANSFORMS = (
+    "identity",  # regression, raw margins
+    "sigmoid",  # element-wise logistic (one-vs-all, reg:logistic)
+    "sigmoid_binary",  # one logit -> two columns [1 - p, p]
+    "softmax",  # multi-class probabilities
+    "exp",  # log-link regression (poisson, gamma, tweedie)
+    "isolation_forest",  # -2 ** (-raw / c): IsolationForest.score_samples
+)
+PRECISIONS = ("float32", "float64")
+CATEGORICAL_RULES = ("truncate", "nonnegative", "exact")
+
+_ARRAY_DTYPES = {
+    "tree_offsets": np.int64,
+    "tree_output_start": np.int64,
+    "feature": np.int64,
+    "threshold": np.float64,
+    "comparison": np.uint8,
+    "left": np.int64,
+    "right": np.int64,
+    "default_left": np.bool_,
+    "is_categorical": np.bool_,
+    "cat_bitset_start": np.int64,
+    "cat_bitset_size": np.int64,
+    "cat_bitsets": np.uint32,
+    "leaf_value": np.float64,
+    "base_score": np.float64,
+}
+
+
+@dataclass(frozen=True, eq=False)
+class TreeEnsemble:
+    """A fitted tree ensemble as plain arrays (see the module docstring)."""
+
+    n_features: int
+    n_outputs: int
+    tree_offsets: np.ndarray
+    tree_output_start: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    comparison: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    default_left: np.ndarray
+    is_categorical: np.ndarray
+    cat_bitset_start: np.ndarray
+    cat_bitset_size: np.ndarray
+    cat_bitsets: np.ndarray
+    leaf_value: np.ndarray
+    base_score: np.ndarray
+    aggregation: str = "sum"
+    post_transform: str = "identity"
+    post_transform_scale: float = 1.0
+    input_precision: str = "float32"
+    categorical_rule: str = "exact"
+
+    def __post_init__(self):
+        for name, dtype in _ARRAY_DTYPES.items():
+            value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        if self.leaf_value.ndim == 1:
+            leaf = self.leaf_value.reshape(-1, 1)
+            leaf.flags.writeable = False
+            object.__setattr__(self, "leaf_value", leaf)
+
+    # ----------------------------------------------------------------- shape facts
+    @property
+    def n_trees(self) -> int:
+        return len(self.tree_offsets) - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    @property
+    def leaf_width(self) -> int:
+        return self.leaf_value.shape[1]
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    @property
+    def has_categorical(self) -> bool:
+        return bool(self.is_categorical.any())
+
+    def tree_sizes(self) -> np.ndarray:
+        return np.diff(self.tree_offsets)
+
+    def tree_depths(self) -> np.ndarray:
+        """Depth of each tree (a single leaf has depth 0)."""
+        depths = np.zeros(self.n_trees, dtype=np.int64)
+        for t in range(self.n_trees):
+            start, stop = self.tree_offsets[t], self.tree_offsets[t + 1]
+            left, right = self.left[start:stop], self.right[start:stop]
+            node_depth = np.zeros(stop - start, dtype=np.int64)
+            # Children always come after their parent after validate(); walk in order.
+            for n in range(stop - start):
+                if left[n] >= 0:
+                    node_depth[left[n]] = node_depth[n] + 1
+                    node_depth[right[n]] = node_depth[n] + 1
+            depths[t] = node_depth.max(initial=0)
+        return depths
+
+    def replace(self, **changes) -> "TreeEnsemble":
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ comparison
+    def equals(self, other: "TreeEnsemble") -> bool:
+        if not isinstance(other, TreeEnsemble):
+            return False
+        for field in dataclasses.fields(self):
+            a, b = getattr(self, field.name), getattr(other, field.name)
+            if isinstance(a, np.ndarray):
+                if a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        depths = self.tree_depths() if self.n_trees else np.zeros(1)
+        return (
+            f"TreeEnsemble(n_trees={self.n_trees}, n_nodes={self.n_nodes}, "
+            f"max_depth={int(depths.max())}, n_features={self.n_features}, "
+            f"n_outputs={self.n_outputs}, leaf_width={self.leaf_width}, "
+            f"aggregation={self.aggregation!r}, post_transform={self.post_transform!r}, "
+            f"categorical={self.has_categorical}, input_precision={self.input_precision!r})"
+        )
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> "TreeEnsemble":
+        """Check every invariant; the error names the tree and node at fault."""
+        n_nodes = self.n_nodes
+        for name in ("threshold", "comparison", "left", "right", "default_left",
+                     "is_categorical", "cat_bitset_start", "cat_bitset_size"):
+            if len(getattr(self, name)) != n_nodes:
+                raise InvalidModelError(
+                    f"TreeEnsemble: {name} has {len(getattr(self, name))} entries, "
+                    f"expected one per node ({n_nodes})")
+        if self.leaf_value.shape[0] != n_nodes:
+            raise InvalidModelError(
+                f"TreeEnsemble: leaf_value has {self.leaf_value.shape[0]} rows, expected {n_nodes}")
+        if self.n_trees < 1:
+            raise InvalidModelError("TreeEnsemble: the ensemble has no trees")
+        if self.tree_offsets[0] != 0 or self.tree_offsets[-1] != n_nodes:
+            raise InvalidModelError(
+                f"TreeEnsemble: tree_offsets must run from 0 to n_nodes={n_nodes}")
+        if np.any(np.diff(self.tree_offsets) < 1):
+            bad = int(np.argmax(np.diff(self.tree_offsets) < 1))
+            raise InvalidModelError(f"TreeEnsemble: tree {bad} has no nodes")
+        if len(self.tree_output_start) != self.n_trees:
+            raise InvalidModelError("TreeEnsemble: tree_output_start needs one entry per tree")
+        if self.aggregation not in AGGREGATIONS:
+            raise InvalidModelError(f"TreeEnsemble: aggregation {self.aggregation!r} not in {AGGREGATIONS}")
+        if self.post_transform not in POST_TRANSFORMS:
+            raise InvalidModelError(
+                f"TreeEnsemble: post_transform {self.post_transform!r} not in {POST_TRANSFORMS}")
+        if self.input_precision not in PRECISIONS:
+            raise InvalidModelError(
+                f"TreeEnsemble: input_precision {self.input_precision!r} not in {PRECISIONS}")
+        if self.categorical_rule not in CATEGORICAL_RULES:
+            raise InvalidModelError(
+                f"TreeEnsemble: categorical_rule {self.categorical_rule!r} not in {CATEGORICAL_RULES}")
+        if self.base_score.shape != (self.n_outputs,):
+            raise InvalidModelError(
+                f"TreeEnsemble: base_score has shape {self.base_score.shape}, expected ({self.n_outputs},)")
+        if np.any(self.tree_output_start < 0) or np.any(
+                self.tree_output_start + self.leaf_width > self.n_outputs):
+            t = int(np.argmax((self.tree_output_start < 0)
+                              | (self.tree_output_start + self.leaf_width > self.n_outputs)))
+            raise InvalidModelError(
+                f"TreeEnsemble: tree {t} writes outputs {self.tree_output_start[t]}.."
+                f"{self.tree_output_start[t] + self.leaf_width - 1} beyond n_outputs={self.n_outputs}")
+        for t in range(self.n_trees):
+            self._validate_tree(t)
+        return self
+
+    def _validate_tree(self, t: int) -> None:
+        start, stop = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])
+        size = stop - start
+        left, right = self.left[start:stop], self.right[start:stop]
+        feature, threshold = self.feature[start:stop], self.threshold[start:stop]
+        internal = left >= 0
+
+        def fail(node, message):
+            raise InvalidModelError(f"TreeEnsemble: tree {t}, node {node}: {message}")
+
+        for n in np.flatnonzero(internal != (right >= 0)):
+            fail(n, f"left child {left[n]} and right child {right[n]} must both be set or both be -1")
+        for n in np.flatnonzero(internal & ((left >= size) | (right >= size))):
+            fail(n, f"child {max(left[n], right[n])} >= n_nodes {size}")
+        for n in np.flatnonzero(internal & ((left <= np.arange(size)) | (right <= np.arange(size)))):
+            fail(n, f"children ({left[n]}, {right[n]}) must come after their parent")
+        for n in np.flatnonzero(internal & ((feature < 0) | (feature >= self.n_features))):
+            fail(n, f"feature {feature[n]} is outside 0..{self.n_features - 1}")
+        numerical = internal & ~self.is_categorical[start:stop]
+        for n in np.flatnonzero(numerical & np.isnan(threshold)):
+            fail(n, "threshold is NaN")
+        for n in np.flatnonzero(numerical & (self.comparison[start:stop] > LT)):
+            fail(n, f"comparison code {self.comparison[start + n]} is neither LE (0) nor LT (1)")
+        for n in np.flatnonzero(~internal & np.any(~np.isfinite(self.leaf_value[start:stop]), axis=1)):
+            fail(n, "leaf value is not finite")
+        categorical = internal & self.is_categorical[start:stop]
+        bit_stop = self.cat_bitset_start[start:stop] + self.cat_bitset_size[start:stop]
+        for n in np.flatnonzero(categorical & ((self.cat_bitset_start[start:stop] < 0)
+                                               | (bit_stop > len(self.cat_bitsets)))):
+            fail(n, f"categorical bitset {self.cat_bitset_start[start + n]}..{bit_stop[n]} "
+                    f"is outside the {len(self.cat_bitsets)} stored words")
+        # Every node must be reachable exactly once from the root.
+        parents = np.zeros(size, dtype=np.int64)
+        np.add.at(parents, left[internal], 1)
+        np.add.at(parents, right[internal], 1)
+        if parents[0] != 0:
+            fail(0, "the root has a parent")
+        for n in np.flatnonzero(parents[1:] != 1) + 1:
+            fail(n, f"node has {parents[n]} parents, expected 1")

@@ -1,0 +1,32 @@
+"""Torch modules for the IR's post-transforms (NumPy reference: ir/transforms.py)."""
+
+import torch
+from torch import nn
+
+__all__ = ["PostTransform"]
+
+
+class PostTransform(nn.Module):
+    """Applies the ensemble's named post-transform to raw scores (n, n_outputs)."""
+
+    def __init__(self, name: str, scale: float = 1.0):
+        super().__init__()
+        self.kind = name
+        self.scale = float(scale)
+
+    def forward(self, raw: torch.Tensor) -> torch.Tensor:
+        z = raw * self.scale if self.scale != 1.0 else raw
+        if self.kind == "identity":
+            return z
+        if self.kind == "sigmoid":
+            return torch.sigmoid(z)
+        if self.kind == "sigmoid_binary":
+            p = torch.sigmoid(z[:, :1])
+            return torch.cat([1.0 - p, p], dim=1)
+        if self.kind == "softmax":
+            return torch.softmax(z, dim=1)
+        if self.kind == "exp":
+            return torch.exp(z)
+        if self.kind == "isolation_forest":
+            return -torch.exp2(-z)
+        raise ValueError(f"unknown post_transform {self.kind!r}")

@@ -1,0 +1,136 @@
+"""Pieces every tree strategy shares: NaN routing, categorical lookups, output sums.
+
+Missing values are routed without a per-node test: the input is widened to
+``[x, x with NaN -> -inf]`` and every node asks ``x <= t`` (true means left). A node
+whose NaNs go right reads the first block (a NaN compares false), one whose NaNs go
+left reads the second (``-inf <= t`` is true), so one comparison decides every value;
+real infinities are untouched and compare as the source library compares them.
+Categorical nodes read the first block and look the value up in a small table with
+extra columns for "not a category" and "NaN". Leaves and padding read the second
+block (never NaN) against +inf: always "left".
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...ir.passes import le_thresholds
+from ...ir.tree_ensemble import TreeEnsemble
+
+__all__ = [
+    "TreeStrategyBase", "node_input_columns", "node_thresholds", "always_left_column",
+    "categorical_table", "as_buffer",
+]
+
+TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def as_buffer(array, dtype=None) -> torch.Tensor:
+    """A torch tensor owning a copy of ``array`` (IR arrays are read-only)."""
+    return torch.tensor(np.array(array, dtype=dtype))
+
+
+def always_left_column(ens: TreeEnsemble) -> int:
+    """A widened column that is never NaN: compared with +inf it always says left."""
+    return ens.n_features
+
+
+def node_input_columns(ens: TreeEnsemble) -> np.ndarray:
+    """The column of the widened input each node reads (see the module docstring)."""
+    numerical_left = ens.default_left & ~ens.is_categorical
+    columns = np.where(numerical_left, ens.feature + ens.n_features, ens.feature)
+    return np.where(ens.left < 0, always_left_column(ens), columns).astype(np.int64)
+
+
+def node_thresholds(ens: TreeEnsemble, dtype: str) -> np.ndarray:
+    """Thresholds for ``x <= t`` in ``dtype``; +inf for leaves and categorical nodes."""
+    return le_thresholds(ens, np.dtype(dtype))
+
+
+def categorical_table(ens: TreeEnsemble, nodes: np.ndarray):
+    """Rows of booleans, one per categorical node: column c says whether category c
+    goes left; the last two columns are "not a category" (right) and NaN (default)."""
+    n_bits = int(32 * ens.cat_bitset_size[nodes].max(initial=0))
+    table = np.zeros((len(nodes), n_bits + 2), dtype=bool)
+    for row, node in enumerate(nodes):
+        start, size = ens.cat_bitset_start[node], ens.cat_bitset_size[node]
+        words = ens.cat_bitsets[start:start + size]
+        bits = np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little").astype(bool)
+        table[row, :len(bits)] = bits
+        table[row, n_bits + 1] = ens.default_left[node]
+    return table, n_bits
+
+
+class TreeStrategyBase(nn.Module):
+    """Shared state and steps; subclasses implement ``leaf_values(x_wide)``.
+
+    Subclass ``forward`` is: widen input -> per-tree leaf vectors (n, T, W) -> sum
+    into outputs -> aggregation -> base score.
+    """
+
+    name = ""
+
+    def __init__(self, ens: TreeEnsemble, dtype: str):
+        super().__init__()
+        self.n_features = ens.n_features
+        self.n_outputs = ens.n_outputs
+        self.n_trees = ens.n_trees
+        self.leaf_width = ens.leaf_width
+        self.dtype_name = dtype
+        self.compute_dtype = TORCH_DTYPES[dtype]
+        self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
+        self.mean = ens.aggregation == "mean"
+        self.categorical_rule = ens.categorical_rule
+        self.has_categorical = ens.has_categorical
+        starts = ens.tree_output_start
+        self.single_block = bool(np.all(starts == 0) and ens.leaf_width == ens.n_outputs)
+        columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
+        self.register_buffer("output_columns", as_buffer(columns, np.int64))
+        self.register_buffer("base_score", as_buffer(ens.base_score, dtype))
+        self.n_category_columns = 0
+        if self.has_categorical:
+            self._init_categorical(ens)
+
+    def _init_categorical(self, ens):
+        nodes = np.flatnonzero(ens.is_categorical & (ens.left >= 0))
+        table, n_bits = categorical_table(ens, nodes)
+        self.n_category_columns = n_bits
+        # Row of each node in the table (0 for non-categorical nodes: never read).
+        row_of_node = np.zeros(ens.n_nodes, dtype=np.int64)
+        row_of_node[nodes] = np.arange(len(nodes))
+        self.category_row_of_node = row_of_node  # strategies re-index this to their layout
+        self.register_buffer("category_table", as_buffer(table.reshape(-1)))
+
+    # ------------------------------------------------------------------ steps
+    def widen(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != self.compute_dtype:
+            x = x.to(self.compute_dtype)
+        if self.round_to_float32:
+            x = x.to(torch.float32).to(self.compute_dtype)
+        minus_inf = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
+        return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x)], dim=1)
+
+    def category_goes_left(self, values: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Table lookup for categorical nodes; ``rows`` are their table rows."""
+        n_bits = self.n_category_columns
+        code = torch.trunc(values)
+        valid = (code >= 0) & (code < n_bits)
+        if self.categorical_rule == "nonnegative":
+            valid = valid & (values >= 0)
+        elif self.categorical_rule == "exact":
+            valid = valid & (values == code)
+        column = torch.where(valid, code, torch.full_like(code, n_bits))
+        column = torch.where(torch.isnan(values), torch.full_like(code, n_bits + 1), column)
+        return self.category_table[rows * (n_bits + 2) + column.to(torch.int64)]
+
+    def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:
+        """(n, T, W) leaf vectors -> (n, n_outputs) aggregated raw scores."""
+        if self.single_block:
+            raw = per_tree.sum(dim=1)
+        else:
+            n = per_tree.shape[0]
+            raw = torch.zeros((n, self.n_outputs), dtype=per_tree.dtype, device=per_tree.device)
+            raw = raw.index_add(1, self.output_columns, per_tree.reshape(n, -1))
+        if self.mean:
+            raw = raw / self.n_trees
+        return raw + self.base_score

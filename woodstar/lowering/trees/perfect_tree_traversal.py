@@ -1,0 +1,102 @@
+"""Perfect-tree traversal: trees padded to full depth, children found by arithmetic."""
+
+import numpy as np
+import torch
+
+from ...ir.tree_ensemble import TreeEnsemble
+from ..registry import register_strategy
+from ._common import (
+    TreeStrategyBase, always_left_column, as_buffer, node_input_columns, node_thresholds,
+)
+
+__all__ = ["PerfectTreeTraversalTrees"]
+
+
+def _heap_layout(ens: TreeEnsemble, depth: int):
+    """Each tree as a complete binary heap of the given depth. Returns, per heap slot,
+    the IR node to read (or -1 for an always-left filler) and, per leaf slot, the IR
+    leaf whose value it holds."""
+    n_internal, n_leaves = 2 ** depth - 1, 2 ** depth
+    internal = np.full((ens.n_trees, n_internal), -1, dtype=np.int64)
+    leaves = np.zeros((ens.n_trees, n_leaves), dtype=np.int64)
+    for t in range(ens.n_trees):
+        offset = int(ens.tree_offsets[t])
+        stack = [(0, 0, 0)]  # (local node, heap slot, depth)
+        while stack:
+            node, slot, d = stack.pop()
+            if ens.left[offset + node] >= 0:
+                internal[t, slot] = offset + node
+                stack.append((int(ens.left[offset + node]), 2 * slot + 1, d + 1))
+                stack.append((int(ens.right[offset + node]), 2 * slot + 2, d + 1))
+            else:
+                # A leaf above full depth: every leaf slot below it holds its value,
+                # and the filler nodes in between all send rows left.
+                first = slot
+                for _ in range(depth - d):
+                    first = 2 * first + 1
+                span = 2 ** (depth - d)
+                leaves[t, first - n_internal:first - n_internal + span] = offset + node
+    return internal, leaves
+
+
+@register_strategy
+class PerfectTreeTraversalTrees(TreeStrategyBase):
+    """Trees padded to the ensemble's depth D; a step is
+    ``slot = 2 * slot + 2 - (x[col[slot]] <= threshold[slot])``; memory grows as 2**D."""
+
+    name = "perf_tree_trav"
+
+    @classmethod
+    def model_bytes(cls, ens: TreeEnsemble, dtype: str) -> int:
+        depth = int(ens.tree_depths().max())
+        item = np.dtype(dtype).itemsize
+        return ens.n_trees * (2 ** depth) * (8 + item + ens.leaf_width * item + 8)
+
+    @classmethod
+    def refusal(cls, ens: TreeEnsemble, dtype: str, budget_bytes: int):
+        need = cls.model_bytes(ens, dtype)
+        if need > budget_bytes:
+            depth = int(ens.tree_depths().max())
+            return (f"padding {ens.n_trees} trees to depth {depth} needs {need / 2**20:.0f} MiB, "
+                    f"over the memory budget of {budget_bytes / 2**20:.0f} MiB")
+        return None
+
+    @classmethod
+    def estimate_bytes(cls, ens: TreeEnsemble, n_rows: int, dtype: str) -> int:
+        item = np.dtype(dtype).itemsize
+        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * item) + 3 * ens.n_features * item
+        return int(n_rows * per_row)
+
+    def __init__(self, ens: TreeEnsemble, dtype: str = "float32"):
+        super().__init__(ens, dtype)
+        self.depth = int(ens.tree_depths().max())
+        internal, leaves = _heap_layout(ens, self.depth)
+        filler = internal < 0
+        safe = np.where(filler, 0, internal)
+        columns = np.where(filler, always_left_column(ens), node_input_columns(ens)[safe])
+        thresholds = node_thresholds(ens, dtype)
+        thresholds = np.where(filler, np.inf, thresholds[safe]).astype(dtype)
+        n_internal = 2 ** self.depth - 1
+        self.register_buffer("tree_base", torch.arange(ens.n_trees, dtype=torch.int64) * n_internal)
+        self.register_buffer("leaf_base", torch.arange(ens.n_trees, dtype=torch.int64) * 2 ** self.depth
+                             - n_internal)
+        self.register_buffer("columns", as_buffer(columns.reshape(-1)))
+        self.register_buffer("thresholds", as_buffer(thresholds.reshape(-1)))
+        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[leaves.reshape(-1)], dtype))
+        if self.has_categorical:
+            self.register_buffer("node_is_categorical", as_buffer(
+                (~filler & ens.is_categorical[safe]).reshape(-1)))
+            self.register_buffer("category_rows", as_buffer(self.category_row_of_node[safe].reshape(-1)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wide = self.widen(x)
+        slot = torch.zeros((x.shape[0], self.n_trees), dtype=torch.int64, device=x.device)
+        for _ in range(self.depth):
+            node = self.tree_base + slot
+            values = torch.gather(wide, 1, self.columns[node])
+            go_left = values <= self.thresholds[node]
+            if self.has_categorical:
+                cat_left = self.category_goes_left(values, self.category_rows[node])
+                go_left = torch.where(self.node_is_categorical[node], cat_left, go_left)
+            slot = 2 * slot + 2 - go_left.to(torch.int64)
+        return self.sum_outputs(self.leaf_values[self.leaf_base + slot])

@@ -1,0 +1,67 @@
+"""Tree traversal: every row walks every tree one level per step, by gathers."""
+
+import numpy as np
+import torch
+
+from ...ir.tree_ensemble import TreeEnsemble
+from ..registry import register_strategy
+from ._common import TreeStrategyBase, as_buffer, node_input_columns, node_thresholds
+from ._layout import sibling_adjacent_order, tree_nodes
+
+__all__ = ["TreeTraversalTrees"]
+
+
+@register_strategy
+class TreeTraversalTrees(TreeStrategyBase):
+    """Nodes are renumbered so that a right child sits right after its left sibling;
+    a step is then ``node = right[node] - (x[col[node]] <= threshold[node])``. A leaf's
+    "right child" is the slot after it and its test always says left, so finished rows
+    stay put."""
+
+    name = "tree_trav"
+
+    @classmethod
+    def refusal(cls, ens: TreeEnsemble, dtype: str, budget_bytes: int):
+        return None  # memory is linear in the number of nodes
+
+    @classmethod
+    def estimate_bytes(cls, ens: TreeEnsemble, n_rows: int, dtype: str) -> int:
+        item = np.dtype(dtype).itemsize
+        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * item) + 3 * ens.n_features * item
+        return int(n_rows * per_row)
+
+    def __init__(self, ens: TreeEnsemble, dtype: str = "float32"):
+        super().__init__(ens, dtype)
+        columns = node_input_columns(ens)
+        thresholds = node_thresholds(ens, dtype)
+        order = np.concatenate([
+            tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
+            for t in range(ens.n_trees)])
+        new_index = np.empty_like(order)
+        new_index[order] = np.arange(len(order))
+        is_leaf = ens.left[order] < 0
+        # Global index of the left child in the new numbering (self for leaves).
+        tree_of_node = np.repeat(np.arange(ens.n_trees), ens.tree_sizes())
+        old_left_global = ens.tree_offsets[tree_of_node[order]] + np.maximum(ens.left[order], 0)
+        new_right = np.where(is_leaf, np.arange(len(order)), new_index[old_left_global]) + 1
+        self.max_depth = int(ens.tree_depths().max())
+        self.register_buffer("roots", as_buffer(new_index[ens.tree_offsets[:-1]]))
+        self.register_buffer("columns", as_buffer(columns[order]))
+        self.register_buffer("thresholds", as_buffer(thresholds[order]))
+        self.register_buffer("rights", as_buffer(new_right, np.int64))
+        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[order], dtype))
+        if self.has_categorical:
+            self.register_buffer("node_is_categorical", as_buffer(ens.is_categorical[order] & ~is_leaf))
+            self.register_buffer("category_rows", as_buffer(self.category_row_of_node[order]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wide = self.widen(x)
+        node = self.roots.unsqueeze(0).expand(x.shape[0], self.n_trees)
+        for _ in range(self.max_depth):
+            values = torch.gather(wide, 1, self.columns[node])
+            go_left = values <= self.thresholds[node]
+            if self.has_categorical:
+                cat_left = self.category_goes_left(values, self.category_rows[node])
+                go_left = torch.where(self.node_is_categorical[node], cat_left, go_left)
+            node = self.rights[node] - go_left.to(torch.int64)
+        return self.sum_outputs(self.leaf_values[node])

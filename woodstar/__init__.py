@@ -1,0 +1,8 @@
+"""Woodstar compiles trained traditional ML models into fast, exact tensor programs."""
+
+from . import constants, exceptions
+from ._convert import convert
+
+__version__ = "0.1.0"
+
+__all__ = ["convert", "constants", "exceptions", "__version__"]

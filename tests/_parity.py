@@ -1,0 +1,74 @@
+"""Parity helpers: compare a converted model with its source library's own outputs."""
+
+import numpy as np
+import pytest
+
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+
+
+def edge_rows(ensemble, n_rows, rng, base=None):
+    """Rows whose values sit exactly on split thresholds or one float32 step away,
+    mixed with NaN and +-inf: the values where a rounding slip changes a branch."""
+    internal = np.flatnonzero((ensemble.left >= 0) & ~ensemble.is_categorical)
+    X = (rng.normal(size=(n_rows, ensemble.n_features)) if base is None
+         else base[rng.integers(0, len(base), n_rows)].astype(np.float64).copy())
+    if len(internal):
+        for row in range(n_rows):
+            for node in rng.choice(internal, size=min(len(internal), ensemble.n_features)):
+                t = ensemble.threshold[node]
+                t32 = np.float32(t)
+                candidates = [t, float(t32), float(np.nextafter(t32, np.float32(np.inf))),
+                              float(np.nextafter(t32, np.float32(-np.inf)))]
+                X[row, ensemble.feature[node]] = candidates[rng.integers(0, len(candidates))]
+    special = rng.random(X.shape)
+    X[special < 0.05] = np.nan
+    X[(special >= 0.05) & (special < 0.07)] = np.inf
+    X[(special >= 0.07) & (special < 0.09)] = -np.inf
+    return X
+
+
+def make_test_inputs(ensemble, rng, n_random=200, n_edge=100, base=None, finite=False):
+    """Fresh random rows (with NaN) plus edge rows; ``finite`` drops NaN and inf."""
+    X = rng.normal(scale=2.0, size=(n_random, ensemble.n_features))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X = np.vstack([X, edge_rows(ensemble, n_edge, rng, base)])
+    if finite:
+        X = np.where(np.isfinite(X), X, 0.0)
+    return X
+
+
+def _compare(got, expected, precision, what):
+    if isinstance(expected, list):
+        assert isinstance(got, list) and len(got) == len(expected), what
+        for g, e in zip(got, expected):
+            _compare(g, e, precision, what)
+        return
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
+    if expected.dtype.kind == "f":
+        tol = TOLERANCE[precision]
+        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=what)
+    else:
+        mismatches = np.flatnonzero(got.reshape(len(got), -1) != expected.reshape(len(expected), -1))
+        assert got.dtype.kind == expected.dtype.kind or got.dtype.kind in "OU", \
+            f"{what}: dtype {got.dtype} vs {expected.dtype}"
+        assert len(mismatches) == 0, f"{what}: {len(mismatches)} labels differ, first at {mismatches[:5]}"
+
+
+def assert_parity(converted, model, X, precision="float32", methods=None):
+    """Every method of the source estimator gives the same answer through woodstar.
+    Where the source rejects the input with ValueError, woodstar must reject it too."""
+    methods = methods or [m for m in ("predict", "predict_proba", "decision_function",
+                                      "score_samples") if hasattr(model, m)]
+    checked = 0
+    for method in methods:
+        try:
+            expected = getattr(model, method)(X)
+        except ValueError:
+            with pytest.raises(ValueError):
+                getattr(converted, method)(X)
+            continue
+        got = getattr(converted, method)(X)
+        _compare(got, expected, precision, f"{type(model).__name__}.{method}")
+        checked += 1
+    return checked

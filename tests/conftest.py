@@ -1,0 +1,43 @@
+"""Shared fixtures: every registered strategy and every available backend.
+
+Registering a strategy or a backend puts it under the whole parity suite: tests that
+take the ``strategy`` or ``backend`` fixture run once per registered one, and a
+backend whose optional dependency is missing is skipped with its reason.
+"""
+
+import numpy as np
+import pytest
+
+from woodstar.backends import all_backends
+from woodstar.lowering import strategy_names
+
+
+def _backend_params():
+    params = []
+    for name, cls in sorted(all_backends().items()):
+        available, reason = cls.is_available()
+        marks = () if available else (pytest.mark.skip(reason=f"backend {name}: {reason}"),)
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+@pytest.fixture(params=strategy_names())
+def strategy(request):
+    return request.param
+
+
+@pytest.fixture(params=_backend_params())
+def backend(request):
+    return request.param
+
+
+@pytest.fixture(params=["float32", "float64"])
+def precision(request):
+    return request.param
+
+
+@pytest.fixture
+def rng(request):
+    # A fresh seed per test, printed on failure through the test id's hash.
+    seed = abs(hash(request.node.nodeid)) % (2**32)
+    return np.random.default_rng(seed)

@@ -6,7 +6,7 @@ import pytest
 TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
 
 
-def edge_rows(ensemble, n_rows, rng, base=None):
+def edge_rows(ensemble, n_rows, rng, base=None, nan=True, inf=True):
     """Rows whose values sit exactly on split thresholds or one float32 step away,
     mixed with NaN and +-inf: the values where a rounding slip changes a branch."""
     internal = np.flatnonzero((ensemble.left >= 0) & ~ensemble.is_categorical)
@@ -21,20 +21,21 @@ def edge_rows(ensemble, n_rows, rng, base=None):
                               float(np.nextafter(t32, np.float32(-np.inf)))]
                 X[row, ensemble.feature[node]] = candidates[rng.integers(0, len(candidates))]
     special = rng.random(X.shape)
-    X[special < 0.05] = np.nan
-    X[(special >= 0.05) & (special < 0.07)] = np.inf
-    X[(special >= 0.07) & (special < 0.09)] = -np.inf
+    if nan:
+        X[special < 0.05] = np.nan
+    if inf:
+        X[(special >= 0.05) & (special < 0.07)] = np.inf
+        X[(special >= 0.07) & (special < 0.09)] = -np.inf
     return X
 
 
-def make_test_inputs(ensemble, rng, n_random=200, n_edge=100, base=None, finite=False):
-    """Fresh random rows (with NaN) plus edge rows; ``finite`` drops NaN and inf."""
+def make_test_inputs(ensemble, rng, n_random=200, n_edge=100, base=None, nan=True, inf=True):
+    """Fresh random rows plus rows on split thresholds, with NaN and +-inf unless
+    turned off (a source that rejects them would only test the error path)."""
     X = rng.normal(scale=2.0, size=(n_random, ensemble.n_features))
-    X[rng.random(X.shape) < 0.05] = np.nan
-    X = np.vstack([X, edge_rows(ensemble, n_edge, rng, base)])
-    if finite:
-        X = np.where(np.isfinite(X), X, 0.0)
-    return X
+    if nan:
+        X[rng.random(X.shape) < 0.05] = np.nan
+    return np.vstack([X, edge_rows(ensemble, n_edge, rng, base, nan=nan, inf=inf)])
 
 
 def _compare(got, expected, precision, what):

@@ -26,6 +26,8 @@ def edge_rows(ensemble, n_rows, rng, base=None, nan=True, inf=True):
     if inf:
         X[(special >= 0.05) & (special < 0.07)] = np.inf
         X[(special >= 0.07) & (special < 0.09)] = -np.inf
+    else:  # a threshold may itself be +inf (scikit-learn's "only NaN goes right")
+        X[np.isinf(X)] = 0.0
     return X
 
 

@@ -40,8 +40,10 @@ def precision(request):
     return request.param
 
 
-# Fresh random data on every run; WOODSTAR_TEST_SEED=<n> replays a run.
-BASE_SEED = int(os.environ.get("WOODSTAR_TEST_SEED", random.SystemRandom().randrange(2**31)))
+# Fresh random data on every run; WOODSTAR_TEST_SEED=<n> replays a run. Set in the
+# environment before pytest-xdist starts its workers, so they all share it.
+os.environ.setdefault("WOODSTAR_TEST_SEED", str(random.SystemRandom().randrange(2**31)))
+BASE_SEED = int(os.environ["WOODSTAR_TEST_SEED"])
 
 
 def pytest_report_header(config):

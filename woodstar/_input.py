@@ -82,6 +82,12 @@ def to_feature_matrix(X, head: Head, dtype, source_precision="float64") -> np.nd
         X = np.ascontiguousarray(X, dtype=dtype)
     if X.size and not (head.allows_nan and head.allows_inf):
         _check_finite(X, head, source_precision)
+    if X.size and head.inf_rejected_features:
+        columns = list(head.inf_rejected_features)
+        if np.isinf(X[:, columns]).any():
+            raise ValueError(
+                f"Input contains infinity in categorical feature(s) {columns}; "
+                f"{head.estimator} does not accept infinite categories.")
     return X
 
 

@@ -256,18 +256,21 @@ def _hist_gradient_boosting(model, options):
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     common = dict(n_features=int(model.n_features_in_), n_outputs=n_outputs, base_score=base,
                   input_precision="float64", categorical_rule="exact")
+    # The categorical columns go through an OrdinalEncoder, which rejects infinities.
+    categorical_fields = dict(inf_rejected_features=tuple(
+        int(original_column[i]) for i, categories in enumerate(known) if categories is not None))
     if name == "HistGradientBoostingRegressor":
         link = type(model._loss.link).__name__
         links = {"IdentityLink": "identity", "LogLink": "exp"}
         if link not in links:
             raise MissingConverter(unsupported_message(name, "link function", link, sorted(links)))
         ensemble = builder.build(post_transform=links[link], **common)
-        head = _head(model, "regression", ("predict",))
+        head = _head(model, "regression", ("predict",), **categorical_fields)
         return ModelIR(head, ensemble).validate()
     transform, rule = ("sigmoid_binary", "raw_gt_zero") if n_outputs == 1 else ("softmax", "argmax")
     ensemble = builder.build(post_transform=transform, **common)
     head = _head(model, "classification", ("predict", "predict_proba", "decision_function"),
-                 classes=_classes_tuple(model), decision_rule=rule)
+                 classes=_classes_tuple(model), decision_rule=rule, **categorical_fields)
     return ModelIR(head, ensemble).validate()
 
 

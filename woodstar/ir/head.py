@@ -46,6 +46,7 @@ class Head:
     anomaly_offset: float = 0.0  # IsolationForest.offset_
     allows_nan: bool = True  # the source accepts NaN at predict time
     allows_inf: bool = True  # the source accepts +-inf (after rounding to its precision)
+    inf_rejected_features: Tuple[int, ...] = ()  # columns where the source rejects +-inf
     library_versions: Tuple[Tuple[str, str], ...] = ()
 
     def __post_init__(self):
@@ -55,6 +56,8 @@ class Head:
         if self.classes is not None:
             object.__setattr__(self, "classes", tuple(np.asarray(c) for c in self.classes))
         object.__setattr__(self, "library_versions", tuple(tuple(v) for v in self.library_versions))
+        object.__setattr__(self, "inf_rejected_features",
+                           tuple(int(f) for f in self.inf_rejected_features))
 
     @property
     def class_groups(self) -> Tuple[int, ...]:

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+# The issue allows 1e-6 on the float32 route; sums are float64 on both routes, so
+# both are held to the float64 bound.
+TOLERANCE = {"float32": 1e-12, "float64": 1e-12}
 
 
 def edge_rows(ensemble, n_rows, rng, base=None, nan=True, inf=True):

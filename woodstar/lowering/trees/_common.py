@@ -61,11 +61,17 @@ def categorical_table(ens: TreeEnsemble, nodes: np.ndarray):
     return table, n_bits
 
 
-class TreeStrategyBase(nn.Module):
-    """Shared state and steps; subclasses implement ``leaf_values(x_wide)``.
+# Leaf values, sums and transforms are float64 on every route: the comparisons decide
+# exactness of the branch (and are exact in float32 by the threshold rounding), but a
+# float32 sum of hundreds of leaves can flip a near-tied label or a margin near zero.
+ACCUMULATE = torch.float64
 
-    Subclass ``forward`` is: widen input -> per-tree leaf vectors (n, T, W) -> sum
-    into outputs -> aggregation -> base score.
+
+class TreeStrategyBase(nn.Module):
+    """Shared state and steps.
+
+    Subclass ``forward`` is: widen input -> per-tree leaf vectors (n, T, W) in float64
+    -> sum into outputs -> aggregation -> base score.
     """
 
     name = ""
@@ -86,7 +92,7 @@ class TreeStrategyBase(nn.Module):
         self.single_block = bool(np.all(starts == 0) and ens.leaf_width == ens.n_outputs)
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
-        self.register_buffer("base_score", as_buffer(ens.base_score, dtype))
+        self.register_buffer("base_score", as_buffer(ens.base_score, np.float64))
         self.n_category_columns = 0
         if self.has_categorical:
             self._init_categorical(ens)
@@ -124,7 +130,7 @@ class TreeStrategyBase(nn.Module):
         return self.category_table[rows * (n_bits + 2) + column.to(torch.int64)]
 
     def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:
-        """(n, T, W) leaf vectors -> (n, n_outputs) aggregated raw scores."""
+        """(n, T, W) float64 leaf vectors -> (n, n_outputs) aggregated raw scores."""
         if self.single_block:
             raw = per_tree.sum(dim=1)
         else:

@@ -31,7 +31,7 @@ class GemmTrees(TreeStrategyBase):
     @classmethod
     def model_bytes(cls, ens: TreeEnsemble, dtype: str) -> int:
         n_internal, n_leaves = _shape(ens)
-        return ens.n_trees * n_leaves * (n_internal + ens.leaf_width) * np.dtype(dtype).itemsize
+        return ens.n_trees * n_leaves * (n_internal * np.dtype(dtype).itemsize + ens.leaf_width * 8)
 
     @classmethod
     def refusal(cls, ens: TreeEnsemble, dtype: str, budget_bytes: int):
@@ -45,7 +45,7 @@ class GemmTrees(TreeStrategyBase):
     def estimate_bytes(cls, ens: TreeEnsemble, n_rows: int, dtype: str) -> int:
         n_internal, n_leaves = _shape(ens)
         item = np.dtype(dtype).itemsize
-        per_row = ens.n_trees * (2 * n_internal + 2 * n_leaves + ens.leaf_width) * item
+        per_row = ens.n_trees * ((2 * n_internal + n_leaves) * item + (n_leaves + ens.leaf_width) * 8)
         return int(n_rows * (per_row + 6 * ens.n_features * item))
 
     def __init__(self, ens: TreeEnsemble, dtype: str = "float32"):
@@ -56,7 +56,7 @@ class GemmTrees(TreeStrategyBase):
         thresholds = np.full((T, n_internal), np.inf, dtype=dtype)  # padding: always left
         paths = np.zeros((T, n_leaves, n_internal), dtype=dtype)
         left_turns = np.full((T, n_leaves), -1, dtype=dtype)  # padding: never reached
-        values = np.zeros((T, W, n_leaves), dtype=dtype)
+        values = np.zeros((T, W, n_leaves), dtype=np.float64)
         categorical_slots, categorical_nodes = [], []
         node_columns = node_input_columns(ens)
         thresholds_of_node = node_thresholds(ens, dtype)
@@ -98,6 +98,6 @@ class GemmTrees(TreeStrategyBase):
             cat_left = self.category_goes_left(cat_values, self.category_rows).to(self.compute_dtype)
             decisions = decisions.view(T * n_internal, n).index_copy(
                 0, self.categorical_slots, cat_left).view(T, n_internal, n)
-        reached = (torch.bmm(self.paths, decisions) == self.left_turns).to(self.compute_dtype)
+        reached = (torch.bmm(self.paths, decisions) == self.left_turns).to(self.values.dtype)
         per_tree = torch.bmm(self.values, reached)  # (T, W, rows)
         return self.sum_outputs(per_tree.permute(2, 0, 1))

@@ -50,7 +50,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
     def model_bytes(cls, ens: TreeEnsemble, dtype: str) -> int:
         depth = int(ens.tree_depths().max())
         item = np.dtype(dtype).itemsize
-        return ens.n_trees * (2 ** depth) * (8 + item + ens.leaf_width * item + 8)
+        return ens.n_trees * (2 ** depth) * (8 + item + ens.leaf_width * 8 + 8)
 
     @classmethod
     def refusal(cls, ens: TreeEnsemble, dtype: str, budget_bytes: int):
@@ -64,7 +64,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
     @classmethod
     def estimate_bytes(cls, ens: TreeEnsemble, n_rows: int, dtype: str) -> int:
         item = np.dtype(dtype).itemsize
-        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * item) + 3 * ens.n_features * item
+        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * 8) + 3 * ens.n_features * item
         return int(n_rows * per_row)
 
     def __init__(self, ens: TreeEnsemble, dtype: str = "float32"):
@@ -82,7 +82,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
                              - n_internal)
         self.register_buffer("columns", as_buffer(columns.reshape(-1)))
         self.register_buffer("thresholds", as_buffer(thresholds.reshape(-1)))
-        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[leaves.reshape(-1)], dtype))
+        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[leaves.reshape(-1)], np.float64))
         if self.has_categorical:
             self.register_buffer("node_is_categorical", as_buffer(
                 (~filler & ens.is_categorical[safe]).reshape(-1)))

@@ -27,7 +27,7 @@ class TreeTraversalTrees(TreeStrategyBase):
     @classmethod
     def estimate_bytes(cls, ens: TreeEnsemble, n_rows: int, dtype: str) -> int:
         item = np.dtype(dtype).itemsize
-        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * item) + 3 * ens.n_features * item
+        per_row = ens.n_trees * (4 * 8 + 2 * item + ens.leaf_width * 8) + 3 * ens.n_features * item
         return int(n_rows * per_row)
 
     def __init__(self, ens: TreeEnsemble, dtype: str = "float32"):
@@ -49,7 +49,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("columns", as_buffer(columns[order]))
         self.register_buffer("thresholds", as_buffer(thresholds[order]))
         self.register_buffer("rights", as_buffer(new_right, np.int64))
-        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[order], dtype))
+        self.register_buffer("leaf_values", as_buffer(ens.leaf_value[order], np.float64))
         if self.has_categorical:
             self.register_buffer("node_is_categorical", as_buffer(ens.is_categorical[order] & ~is_leaf))
             self.register_buffer("category_rows", as_buffer(self.category_row_of_node[order]))

@@ -23,16 +23,19 @@ class EnsembleBuilder:
         self.leaf_width = leaf_width
         self._columns = {name: [] for name in (
             "feature", "threshold", "comparison", "left", "right", "default_left",
-            "is_categorical", "cat_bitset_start", "cat_bitset_size", "leaf_value")}
+            "is_categorical", "cat_bitset_start", "cat_bitset_size", "leaf_value",
+            "missing_in_range")}
         self._sizes = []
         self._output_start = []
         self._bitsets = []
         self._n_words = 0
 
     def add_tree(self, *, feature, threshold, left, right, leaf_value, default_left=None,
-                 comparison=LE, output_start=0, categories=None):
+                 comparison=LE, output_start=0, categories=None, missing_in_range=None):
         """Add one tree. ``categories`` maps a node to its uint32 bitset words (the
-        categories that go left); ``comparison`` is LE, LT or a per-node array."""
+        categories that go left); ``comparison`` is LE, LT or a per-node array;
+        ``missing_in_range`` flags the nodes that treat the ensemble's
+        ``missing_range`` as missing (a bool or one per node)."""
         n = len(feature)
         left = np.asarray(left, dtype=np.int64)
         cols = self._columns
@@ -53,6 +56,8 @@ class EnsembleBuilder:
             self._bitsets.append(words)
             self._n_words += len(words)
         cols["is_categorical"].append(is_categorical)
+        cols["missing_in_range"].append(np.broadcast_to(
+            np.asarray(False if missing_in_range is None else missing_in_range, dtype=bool), (n,)))
         cols["cat_bitset_start"].append(start)
         cols["cat_bitset_size"].append(size)
         cols["leaf_value"].append(np.asarray(leaf_value, dtype=np.float64).reshape(n, self.leaf_width))

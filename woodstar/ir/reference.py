@@ -16,6 +16,10 @@ __all__ = ["predict_raw", "predict", "decide_left"]
 def decide_left(ens: TreeEnsemble, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Which of ``nodes`` (global indices of internal nodes) send ``values`` left."""
     is_nan = np.isnan(values)
+    in_range = ens.missing_in_range[nodes]
+    if in_range.any():
+        lo, hi = ens.missing_range
+        is_nan = is_nan | (in_range & (values >= lo) & (values <= hi))
     threshold = ens.threshold[nodes]
     with np.errstate(invalid="ignore"):
         numerical = np.where(ens.comparison[nodes] == LE, values <= threshold, values < threshold)

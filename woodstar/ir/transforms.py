@@ -21,6 +21,9 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     if name == "sigmoid_binary":
         p = _sigmoid(z[:, :1])
         return np.concatenate([1.0 - p, p], axis=1)
+    if name == "softplus":
+        with np.errstate(over="ignore"):
+            return np.log1p(np.exp(z))
     if name == "softmax":
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)

@@ -17,6 +17,11 @@ always the same:
   ensemble's ``categorical_rule``: "truncate" (``c = trunc(x) >= 0``, LightGBM),
   "nonnegative" (``x >= 0``, ``c = trunc(x)``, XGBoost) or "exact" (``x`` must be a
   non-negative integer, scikit-learn's encoded categories).
+* missing range: where ``missing_in_range[n]`` is set, a value ``v`` (rounded to
+  ``input_precision``) with ``missing_range[0] <= v <= missing_range[1]`` is treated as
+  missing at node ``n`` and follows ``default_left``, numerical or categorical node
+  alike. LightGBM's ``missing_type=Zero`` (``|x| <= 1e-35f`` is missing) and XGBoost's
+  ``missing=-999`` are such ranges. Default: no node uses it.
 * a tree's leaf adds ``leaf_value[leaf]`` (a vector of ``leaf_width``) to the raw
   outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
 
@@ -44,6 +49,7 @@ POST_TRANSFORMS = (
     "identity",  # regression, raw margins
     "sigmoid",  # element-wise logistic (one-vs-all, reg:logistic)
     "sigmoid_binary",  # one logit -> two columns [1 - p, p]
+    "softplus",  # log1p(exp(raw)): LightGBM cross_entropy_lambda
     "softmax",  # multi-class probabilities
     "exp",  # log-link regression (poisson, gamma, tweedie)
     "isolation_forest",  # -2 ** (-raw / c): IsolationForest.score_samples
@@ -66,7 +72,10 @@ _ARRAY_DTYPES = {
     "cat_bitsets": np.uint32,
     "leaf_value": np.float64,
     "base_score": np.float64,
+    "missing_in_range": np.bool_,
+    "missing_range": np.float64,
 }
+_NO_RANGE = (np.nan, np.nan)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +103,14 @@ class TreeEnsemble:
     post_transform_scale: float = 1.0
     input_precision: str = "float32"
     categorical_rule: str = "exact"
+    missing_in_range: np.ndarray = None  # per node; None: no node (all False)
+    missing_range: np.ndarray = None  # (lo, hi); None: (nan, nan), no range
 
     def __post_init__(self):
+        if self.missing_in_range is None:
+            object.__setattr__(self, "missing_in_range", np.zeros(len(self.feature), dtype=bool))
+        if self.missing_range is None:
+            object.__setattr__(self, "missing_range", np.asarray(_NO_RANGE))
         for name, dtype in _ARRAY_DTYPES.items():
             value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
             value.flags.writeable = False
@@ -121,6 +136,10 @@ class TreeEnsemble:
     @property
     def is_leaf(self) -> np.ndarray:
         return self.left < 0
+
+    @property
+    def has_missing_range(self) -> bool:
+        return bool(np.any(self.missing_in_range & (self.left >= 0)))
 
     @property
     def has_categorical(self) -> bool:
@@ -175,7 +194,7 @@ class TreeEnsemble:
         """Check every invariant; the error names the tree and node at fault."""
         n_nodes = self.n_nodes
         for name in ("threshold", "comparison", "left", "right", "default_left",
-                     "is_categorical", "cat_bitset_start", "cat_bitset_size"):
+                     "is_categorical", "cat_bitset_start", "cat_bitset_size", "missing_in_range"):
             if len(getattr(self, name)) != n_nodes:
                 raise InvalidModelError(
                     f"TreeEnsemble: {name} has {len(getattr(self, name))} entries, "
@@ -204,6 +223,13 @@ class TreeEnsemble:
         if self.categorical_rule not in CATEGORICAL_RULES:
             raise InvalidModelError(
                 f"TreeEnsemble: categorical_rule {self.categorical_rule!r} not in {CATEGORICAL_RULES}")
+        if self.missing_range.shape != (2,):
+            raise InvalidModelError(
+                f"TreeEnsemble: missing_range has shape {self.missing_range.shape}, expected (2,)")
+        if self.has_missing_range and not (self.missing_range[0] <= self.missing_range[1]):
+            raise InvalidModelError(
+                f"TreeEnsemble: nodes treat a range as missing but missing_range "
+                f"{tuple(self.missing_range)} is not an interval lo <= hi")
         if self.base_score.shape != (self.n_outputs,):
             raise InvalidModelError(
                 f"TreeEnsemble: base_score has shape {self.base_score.shape}, expected ({self.n_outputs},)")

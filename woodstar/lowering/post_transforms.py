@@ -23,6 +23,8 @@ class PostTransform(nn.Module):
         if self.kind == "sigmoid_binary":
             p = torch.sigmoid(z[:, :1])
             return torch.cat([1.0 - p, p], dim=1)
+        if self.kind == "softplus":
+            return torch.log1p(torch.exp(z))
         if self.kind == "softmax":
             return torch.softmax(z, dim=1)
         if self.kind == "exp":

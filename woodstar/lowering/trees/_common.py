@@ -8,6 +8,10 @@ real infinities are untouched and compare as the source library compares them.
 Categorical nodes read the first block and look the value up in a small table with
 extra columns for "not a category" and "NaN". Leaves and padding read the second
 block (never NaN) against +inf: always "left".
+
+An ensemble whose nodes treat a value range as missing (``missing_in_range``) gets two
+more blocks, ``r = x with the range -> NaN`` and ``r with NaN -> -inf``; its flagged
+nodes read those instead, so the range follows the default side with no extra test.
 """
 
 import numpy as np
@@ -19,7 +23,7 @@ from ...ir.tree_ensemble import TreeEnsemble
 
 __all__ = [
     "TreeStrategyBase", "node_input_columns", "node_thresholds", "always_left_column",
-    "categorical_table", "as_buffer",
+    "categorical_table", "as_buffer", "missing_range_bounds",
 ]
 
 TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -39,12 +43,27 @@ def node_input_columns(ens: TreeEnsemble) -> np.ndarray:
     """The column of the widened input each node reads (see the module docstring)."""
     numerical_left = ens.default_left & ~ens.is_categorical
     columns = np.where(numerical_left, ens.feature + ens.n_features, ens.feature)
+    columns = np.where(ens.missing_in_range, columns + 2 * ens.n_features, columns)
     return np.where(ens.left < 0, always_left_column(ens), columns).astype(np.int64)
 
 
 def node_thresholds(ens: TreeEnsemble, dtype: str) -> np.ndarray:
     """Thresholds for ``x <= t`` in ``dtype``; +inf for leaves and categorical nodes."""
     return le_thresholds(ens, np.dtype(dtype))
+
+
+def missing_range_bounds(ens: TreeEnsemble, dtype: str):
+    """(lo, hi) in ``dtype`` such that ``lo <= x <= hi`` is the IR's range test for
+    every ``x`` of that dtype: lo rounded up, hi rounded down."""
+    dtype = np.dtype(dtype)
+    lo64, hi64 = (float(v) for v in ens.missing_range)
+    with np.errstate(over="ignore"):
+        lo, hi = dtype.type(lo64), dtype.type(hi64)
+    if float(lo) < lo64:
+        lo = np.nextafter(lo, dtype.type(np.inf))
+    if float(hi) > hi64:
+        hi = np.nextafter(hi, dtype.type(-np.inf))
+    return float(lo), float(hi)
 
 
 def categorical_table(ens: TreeEnsemble, nodes: np.ndarray):
@@ -87,6 +106,9 @@ class TreeStrategyBase(nn.Module):
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
         self.register_buffer("base_score", as_buffer(ens.base_score, dtype))
+        self.has_missing_range = ens.has_missing_range
+        self.missing_lo, self.missing_hi = (
+            missing_range_bounds(ens, dtype) if self.has_missing_range else (0.0, 0.0))
         self.n_category_columns = 0
         if self.has_categorical:
             self._init_categorical(ens)
@@ -108,7 +130,12 @@ class TreeStrategyBase(nn.Module):
         if self.round_to_float32:
             x = x.to(torch.float32).to(self.compute_dtype)
         minus_inf = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
-        return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x)], dim=1)
+        if not self.has_missing_range:
+            return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x)], dim=1)
+        nan = torch.full((), float("nan"), dtype=x.dtype, device=x.device)
+        r = torch.where((x >= self.missing_lo) & (x <= self.missing_hi), nan, x)
+        return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x),
+                          r, torch.where(torch.isnan(r), minus_inf, r)], dim=1)
 
     def category_goes_left(self, values: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """Table lookup for categorical nodes; ``rows`` are their table rows."""

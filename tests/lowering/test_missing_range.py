@@ -124,3 +124,23 @@ def test_softplus_post_transform(strategy, precision):
     with torch.inference_mode():
         _, got = module(torch.from_numpy(X.astype(precision)))
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("transform", ["identity_binary", "step", "step_binary", "argmax"])
+def test_xgboost_output_transforms(transform, precision):
+    """Reference definitions and torch modules agree, incl. ties (argmax: first)."""
+    from woodstar.ir.transforms import apply_post_transform
+    from woodstar.lowering.post_transforms import PostTransform
+
+    raw = np.array([[-1.0, 2.0, 2.0], [0.0, 0.0, -3.0], [0.75, -0.125, 0.5], [2.0**-100, 5.0, 4.0]])
+    if transform != "argmax":
+        raw = raw[:, :1]
+    expected = {
+        "identity_binary": np.hstack([1 - raw, raw]),
+        "step": (raw > 0).astype(float),
+        "step_binary": np.hstack([1 - (raw > 0), (raw > 0)]).astype(float),
+        "argmax": np.array([[1.0], [0.0], [0.0], [1.0]]),
+    }[transform]
+    np.testing.assert_array_equal(apply_post_transform(transform, raw), expected)
+    got = PostTransform(transform)(torch.from_numpy(raw.astype(precision))).numpy()
+    np.testing.assert_array_equal(got, expected)

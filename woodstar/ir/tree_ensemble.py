@@ -50,6 +50,10 @@ POST_TRANSFORMS = (
     "sigmoid",  # element-wise logistic (one-vs-all, reg:logistic)
     "sigmoid_binary",  # one logit -> two columns [1 - p, p]
     "softplus",  # log1p(exp(raw)): LightGBM cross_entropy_lambda
+    "identity_binary",  # one margin -> two columns [1 - raw, raw] (XGBoost binary:logitraw)
+    "step",  # 1.0 where raw > 0 else 0.0 (XGBoost binary:hinge)
+    "step_binary",  # one margin -> [1 - step, step]
+    "argmax",  # index of the first largest raw score, one column (XGBoost multi:softmax)
     "softmax",  # multi-class probabilities
     "exp",  # log-link regression (poisson, gamma, tweedie)
     "isolation_forest",  # -2 ** (-raw / c): IsolationForest.score_samples

@@ -171,6 +171,7 @@ def test_every_strategy(case, strategy, backend, precision, rng):
     objective, params = case
     model, _ = _fit(objective, rng, **params)
     converted = woodstar.convert(model, backend, extra_config=config(strategy, precision))
+    assert converted.ir.ensemble.has_categorical  # the categorical path is exercised
     X = _inputs(converted.ir, rng, precision)
     check(converted, X, _expected(model, X), precision, what=f"{objective} {params}")
 

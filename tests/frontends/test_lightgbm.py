@@ -252,10 +252,16 @@ def test_reg_sqrt_is_refused(rng):
         from_lightgbm(model)
 
 
-def test_linear_tree_is_refused(rng):
-    model, _ = _fit("regression", rng, categorical=False, linear_tree=True)
-    with pytest.raises(MissingConverter, match=r"linear_tree is not supported \(got True\)"):
-        from_lightgbm(model)
+@pytest.mark.parametrize("objective", ["regression", "binary"])
+def test_linear_tree(objective, strategy, backend, rng):
+    model, _ = _fit(objective, rng, categorical=False, linear_tree=True)
+    model_ir = from_lightgbm(model)
+    assert (model_ir.ensemble.linear_feature >= 0).any()  # leaves with real slopes
+    X = _inputs(model_ir, rng, "float64", categorical=False)
+    X[rng.random(X.shape) < 0.03] = np.inf
+    check_reference(model_ir, X, *_reference_expected(model, X), what="linear_tree")
+    converted = woodstar.convert(model, backend, extra_config={"tree_implementation": strategy})
+    check(converted, X, _expected(model, X), "float64", what="linear_tree")
 
 
 def test_unfitted_model_is_refused():

@@ -21,6 +21,8 @@ What LightGBM 4.x does at predict time, and how each piece lands in the IR:
   reads from a DataFrame.
 * leaves hold shrunk values (learning rate, DART weights, boost_from_average already
   applied); ``average_output`` (boosting "rf") is the mean over iterations.
+* ``linear_tree``: a leaf outputs ``leaf_const + sum leaf_coeff * x`` unless one of
+  its features is NaN, then ``leaf_value``: the IR's linear leaves, "leaf_value" mode.
 * the trees dumped are those LightGBM predicts with by default: ``best_iteration``
   after early stopping, else all.
 
@@ -113,7 +115,7 @@ def _category_values(pandas_categorical, n_features, categorical_features, owner
 def _add_tree(builder, root, output_start, category_values, owner, leaf_scale=1.0):
     """Flatten one dumped tree (nested dicts) breadth-first into the builder."""
     feature, threshold, left, right, default_left, zero_missing, leaf = [], [], [], [], [], [], []
-    categories = {}
+    categories, linear = {}, {}
     queue = [root]
     position = 0
     while position < len(queue):
@@ -121,9 +123,10 @@ def _add_tree(builder, root, output_start, category_values, owner, leaf_scale=1.
         index = position
         position += 1
         if "split_index" not in node:
-            if "leaf_features" in node or "leaf_coeff" in node:
-                raise MissingConverter(unsupported_message(
-                    owner, "linear_tree", True, "linear_tree=False"))
+            if "leaf_const" in node:  # linear_tree: const + sum coeff * x, NaN -> leaf_value
+                linear[index] = ([-1] + [int(f) for f in node.get("leaf_features", [])],
+                                 [float(node["leaf_const"]) * leaf_scale]
+                                 + [float(c) * leaf_scale for c in node.get("leaf_coeff", [])])
             feature.append(-1)
             threshold.append(0.0)
             left.append(-1)
@@ -176,7 +179,7 @@ def _add_tree(builder, root, output_start, category_values, owner, leaf_scale=1.
     builder.add_tree(feature=feature, threshold=threshold, left=left, right=right,
                      default_left=default_left, leaf_value=leaf, comparison=LE,
                      output_start=output_start, categories=categories,
-                     missing_in_range=zero_missing)
+                     missing_in_range=zero_missing, linear=linear)
 
 
 def ir_from_dump(dump, estimator, kind, classes=None, feature_names=None):

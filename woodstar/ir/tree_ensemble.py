@@ -22,6 +22,14 @@ always the same:
   missing at node ``n`` and follows ``default_left``, numerical or categorical node
   alike. LightGBM's ``missing_type=Zero`` (``|x| <= 1e-35f`` is missing) and XGBoost's
   ``missing=-999`` are such ranges. Default: no node uses it.
+* linear leaves: a leaf with ``linear_size[n] > 0`` outputs, instead of its
+  ``leaf_value``, ``sum_k linear_coef[k] * v_k`` over its terms
+  ``k in linear_start[n] : linear_start[n] + linear_size[n]``, where ``v_k`` is
+  ``x[linear_feature[k]]`` (rounded to ``input_precision``) or 1.0 when
+  ``linear_feature[k] == -1`` (the intercept). A NaN ``v_k`` follows
+  ``linear_missing``: "leaf_value" (the leaf outputs ``leaf_value`` instead, LightGBM
+  ``linear_tree``) or "skip" (the term is left out, XGBoost gblinear). Only with
+  ``leaf_width == 1``. Default: no linear leaves.
 * a tree's leaf adds ``leaf_value[leaf]`` (a vector of ``leaf_width``) to the raw
   outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
 
@@ -60,6 +68,7 @@ POST_TRANSFORMS = (
 )
 PRECISIONS = ("float32", "float64")
 CATEGORICAL_RULES = ("truncate", "nonnegative", "exact")
+LINEAR_MISSING = ("leaf_value", "skip")
 
 _ARRAY_DTYPES = {
     "tree_offsets": np.int64,
@@ -78,6 +87,10 @@ _ARRAY_DTYPES = {
     "base_score": np.float64,
     "missing_in_range": np.bool_,
     "missing_range": np.float64,
+    "linear_start": np.int64,
+    "linear_size": np.int64,
+    "linear_feature": np.int64,
+    "linear_coef": np.float64,
 }
 _NO_RANGE = (np.nan, np.nan)
 
@@ -109,12 +122,23 @@ class TreeEnsemble:
     categorical_rule: str = "exact"
     missing_in_range: np.ndarray = None  # per node; None: no node (all False)
     missing_range: np.ndarray = None  # (lo, hi); None: (nan, nan), no range
+    linear_start: np.ndarray = None  # per node; None: zeros (no linear leaves)
+    linear_size: np.ndarray = None  # per node; None: zeros
+    linear_feature: np.ndarray = None  # per term; -1 is the intercept; None: empty
+    linear_coef: np.ndarray = None  # per term; None: empty
+    linear_missing: str = "leaf_value"
 
     def __post_init__(self):
         if self.missing_in_range is None:
             object.__setattr__(self, "missing_in_range", np.zeros(len(self.feature), dtype=bool))
         if self.missing_range is None:
             object.__setattr__(self, "missing_range", np.asarray(_NO_RANGE))
+        for name in ("linear_start", "linear_size"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(len(self.feature), dtype=np.int64))
+        for name in ("linear_feature", "linear_coef"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(0))
         for name, dtype in _ARRAY_DTYPES.items():
             value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
             value.flags.writeable = False
@@ -144,6 +168,10 @@ class TreeEnsemble:
     @property
     def has_missing_range(self) -> bool:
         return bool(np.any(self.missing_in_range & (self.left >= 0)))
+
+    @property
+    def has_linear_leaves(self) -> bool:
+        return bool(np.any(self.linear_size > 0))
 
     @property
     def has_categorical(self) -> bool:
@@ -198,7 +226,8 @@ class TreeEnsemble:
         """Check every invariant; the error names the tree and node at fault."""
         n_nodes = self.n_nodes
         for name in ("threshold", "comparison", "left", "right", "default_left",
-                     "is_categorical", "cat_bitset_start", "cat_bitset_size", "missing_in_range"):
+                     "is_categorical", "cat_bitset_start", "cat_bitset_size", "missing_in_range",
+                     "linear_start", "linear_size"):
             if len(getattr(self, name)) != n_nodes:
                 raise InvalidModelError(
                     f"TreeEnsemble: {name} has {len(getattr(self, name))} entries, "
@@ -234,6 +263,7 @@ class TreeEnsemble:
             raise InvalidModelError(
                 f"TreeEnsemble: nodes treat a range as missing but missing_range "
                 f"{tuple(self.missing_range)} is not an interval lo <= hi")
+        self._validate_linear()
         if self.base_score.shape != (self.n_outputs,):
             raise InvalidModelError(
                 f"TreeEnsemble: base_score has shape {self.base_score.shape}, expected ({self.n_outputs},)")
@@ -247,6 +277,32 @@ class TreeEnsemble:
         for t in range(self.n_trees):
             self._validate_tree(t)
         return self
+
+    def _validate_linear(self) -> None:
+        if self.linear_missing not in LINEAR_MISSING:
+            raise InvalidModelError(
+                f"TreeEnsemble: linear_missing {self.linear_missing!r} not in {LINEAR_MISSING}")
+        if len(self.linear_feature) != len(self.linear_coef):
+            raise InvalidModelError(
+                f"TreeEnsemble: {len(self.linear_feature)} linear features for "
+                f"{len(self.linear_coef)} coefficients")
+        if not self.has_linear_leaves:
+            return
+        if self.leaf_width != 1:
+            raise InvalidModelError("TreeEnsemble: linear leaves need leaf_width 1")
+        linear = np.flatnonzero(self.linear_size > 0)
+        bad = linear[(self.left[linear] >= 0) | (self.linear_start[linear] < 0)
+                     | (self.linear_start[linear] + self.linear_size[linear] > len(self.linear_coef))]
+        if len(bad):
+            raise InvalidModelError(
+                f"TreeEnsemble: node {int(bad[0])} has linear terms "
+                f"{self.linear_start[bad[0]]}..{self.linear_start[bad[0]] + self.linear_size[bad[0]]} "
+                f"but is not a leaf or lies outside the {len(self.linear_coef)} stored terms")
+        if np.any((self.linear_feature < -1) | (self.linear_feature >= self.n_features)):
+            raise InvalidModelError(
+                f"TreeEnsemble: linear features must lie in -1..{self.n_features - 1}")
+        if not np.all(np.isfinite(self.linear_coef)):
+            raise InvalidModelError("TreeEnsemble: a linear coefficient is not finite")
 
     def _validate_tree(self, t: int) -> None:
         start, stop = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])

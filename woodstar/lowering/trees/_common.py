@@ -12,6 +12,11 @@ block (never NaN) against +inf: always "left".
 An ensemble whose nodes treat a value range as missing (``missing_in_range``) gets two
 more blocks, ``r = x with the range -> NaN`` and ``r with NaN -> -inf``; its flagged
 nodes read those instead, so the range follows the default side with no extra test.
+
+Linear leaves (LightGBM linear_tree, XGBoost gblinear) are applied after the walk: a
+strategy hands over the leaf slot each row reached in each tree, and the terms of
+that leaf (padded to the longest leaf, intercept and padding reading 1.0) are
+gathered from the input and summed.
 """
 
 import numpy as np
@@ -112,6 +117,46 @@ class TreeStrategyBase(nn.Module):
         self.n_category_columns = 0
         if self.has_categorical:
             self._init_categorical(ens)
+        self.has_linear = ens.has_linear_leaves
+        self.linear_skip_missing = ens.linear_missing == "skip"
+
+    def _init_linear(self, ens, node_of_slot):
+        """Buffers for linear leaves; ``node_of_slot`` is the IR node (or -1 for
+        padding) behind each of the strategy's leaf slots."""
+        node_of_slot = np.asarray(node_of_slot, dtype=np.int64)
+        safe = np.maximum(node_of_slot, 0)
+        size = np.where(node_of_slot >= 0, ens.linear_size[safe], 0)
+        width = max(int(size.max(initial=0)), 1)
+        features = np.zeros((len(safe), width), dtype=np.int64)
+        coefs = np.zeros((len(safe), width), dtype=self.dtype_name)
+        is_one = np.ones((len(safe), width), dtype=bool)
+        for slot in np.flatnonzero(size > 0):
+            start = ens.linear_start[safe[slot]]
+            f = ens.linear_feature[start:start + size[slot]]
+            features[slot, :size[slot]] = np.maximum(f, 0)
+            coefs[slot, :size[slot]] = ens.linear_coef[start:start + size[slot]]
+            is_one[slot, :size[slot]] = f < 0
+        self.register_buffer("linear_features", as_buffer(features))
+        self.register_buffer("linear_coefs", as_buffer(coefs))
+        self.register_buffer("linear_is_one", as_buffer(is_one))
+        self.register_buffer("linear_active", as_buffer(size > 0))
+
+    def linear_leaves(self, x: torch.Tensor, slots: torch.Tensor, values: torch.Tensor):
+        """Leaf outputs (n, T, 1) with linear leaves evaluated; ``slots`` (n, T)."""
+        if x.dtype != self.compute_dtype:
+            x = x.to(self.compute_dtype)
+        if self.round_to_float32:
+            x = x.to(torch.float32).to(self.compute_dtype)
+        n, n_trees = slots.shape
+        features = self.linear_features[slots]  # (n, T, K)
+        v = torch.gather(x, 1, features.reshape(n, -1)).reshape(features.shape)
+        v = torch.where(self.linear_is_one[slots], torch.ones_like(v), v)
+        missing = torch.isnan(v)
+        terms = self.linear_coefs[slots] * torch.where(missing, torch.zeros_like(v), v)
+        linear = terms.sum(dim=2, keepdim=True)
+        if not self.linear_skip_missing:
+            linear = torch.where(missing.any(dim=2, keepdim=True), values, linear)
+        return torch.where(self.linear_active[slots].unsqueeze(2), linear, values)
 
     def _init_categorical(self, ens):
         nodes = np.flatnonzero(ens.is_categorical & (ens.left >= 0))

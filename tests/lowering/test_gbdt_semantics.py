@@ -144,3 +144,73 @@ def test_xgboost_output_transforms(transform, precision):
     np.testing.assert_array_equal(apply_post_transform(transform, raw), expected)
     got = PostTransform(transform)(torch.from_numpy(raw.astype(precision))).numpy()
     np.testing.assert_array_equal(got, expected)
+
+
+def _linear_ensemble(rng, linear_missing, n_features=4, n_trees=3, single_leaf=False):
+    builder = EnsembleBuilder(1)
+    for t in range(n_trees):
+        if single_leaf:
+            tree = dict(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+                        leaf_value=[rng.normal()])
+        else:
+            tree = _random_tree(rng, n_features, depth=3)
+            tree.pop("missing_in_range")
+            tree.pop("categories")
+        leaves = np.flatnonzero(np.asarray(tree["left"]) < 0)
+        linear = {}
+        for leaf in leaves:
+            if single_leaf or rng.random() < 0.7:
+                k = int(rng.integers(0, n_features + 1))
+                features = np.concatenate([[-1], rng.choice(n_features, size=k, replace=False)])
+                linear[int(leaf)] = (features, rng.normal(size=len(features)))
+        builder.add_tree(linear=linear, output_start=t % 2, **tree)
+    return builder.build(n_features=n_features, n_outputs=2, linear_missing=linear_missing,
+                         input_precision="float64")
+
+
+@pytest.mark.parametrize("linear_missing", ["leaf_value", "skip"])
+@pytest.mark.parametrize("single_leaf", [False, True], ids=["trees", "single_leaf"])
+def test_linear_leaves_reference_equals_strategy(strategy, precision, rng, linear_missing,
+                                                 single_leaf):
+    ens = _linear_ensemble(rng, linear_missing, single_leaf=single_leaf)
+    assert ens.has_linear_leaves
+    X = rng.normal(size=(300, ens.n_features))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.03] = np.inf
+    if precision == "float32":
+        X = X.astype(np.float32).astype(np.float64)
+    expected, _ = reference.predict(ens, X)
+    module = lower_tree_ensemble(ens, get_strategy(strategy), precision)
+    with torch.inference_mode():
+        raw, _ = module(torch.from_numpy(X.astype(precision)))
+    tol = 1e-5 if precision == "float32" else 1e-12
+    np.testing.assert_allclose(raw.numpy(), expected, rtol=tol, atol=tol)
+
+
+def test_linear_leaves_reference_semantics():
+    builder = EnsembleBuilder(1)
+    builder.add_tree(feature=[0, -1, -1], threshold=[0.0, 0, 0], left=[1, -1, -1],
+                     right=[2, -1, -1], leaf_value=[0.0, 10.0, 20.0],
+                     linear={1: ([-1, 1], [0.5, 2.0])})
+    X = np.array([[-1.0, 3.0], [-1.0, np.nan], [1.0, 3.0]])
+    ens = builder.build(n_features=2, n_outputs=1)
+    np.testing.assert_array_equal(reference.predict_raw(ens, X)[:, 0], [6.5, 10.0, 20.0])
+    skip = ens.replace(linear_missing="skip")
+    np.testing.assert_array_equal(reference.predict_raw(skip, X)[:, 0], [6.5, 0.5, 20.0])
+
+
+def test_linear_leaves_validation():
+    builder = EnsembleBuilder(1)
+    builder.add_tree(feature=[0, -1, -1], threshold=[0.0, 0, 0], left=[1, -1, -1],
+                     right=[2, -1, -1], leaf_value=[0.0, 1.0, 2.0], linear={1: ([-1, 5], [1.0, 1.0])})
+    with pytest.raises(InvalidModelError, match=r"linear features must lie in -1\.\.1"):
+        builder.build(n_features=2, n_outputs=1)
+    ens = builder.build(n_features=6, n_outputs=1)
+    with pytest.raises(InvalidModelError, match="linear_missing 'drop' not in"):
+        ens.replace(linear_missing="drop").validate()
+    with pytest.raises(InvalidModelError, match="node 0 has linear terms 0..2 but is not a leaf"):
+        ens.replace(linear_size=np.array([2, 0, 0]), linear_start=np.array([0, 0, 0])).validate()
+    with pytest.raises(InvalidModelError, match="a linear coefficient is not finite"):
+        ens.replace(linear_coef=np.array([1.0, np.inf])).validate()
+    with pytest.raises(InvalidModelError, match="2 linear features for 1 coefficients"):
+        ens.replace(linear_coef=np.array([1.0])).validate()

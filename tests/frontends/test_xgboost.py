@@ -227,10 +227,35 @@ def test_unsupported_objective_is_named(rng):
         ir_from_json(model_json, "XGBRegressor", "regressor")
 
 
-def test_gblinear_is_refused(rng):
-    model = _fit("reg:squarederror", rng, categorical=False, booster="gblinear")
-    with pytest.raises(MissingConverter, match=r"booster is not supported \(got 'gblinear'\)"):
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic", "multi:softprob",
+                                       "count:poisson"])
+def test_gblinear(objective, strategy, backend, rng):
+    model = _fit(objective, rng, categorical=False, booster="gblinear", n_estimators=5)
+    model_ir = from_xgboost(model)
+    assert model_ir.ensemble.has_linear_leaves
+    X = _inputs(model_ir, rng, categorical=False)
+    X[np.isinf(X)] = np.nan
+    X = np.clip(X, -5, 5)  # keep float32 cancellation in XGBoost's sum small
+    check_reference(model_ir, X, *_reference_expected(model, X), tol=TOL, what="gblinear")
+    converted = woodstar.convert(model, backend, extra_config={"tree_implementation": strategy})
+    check(converted, X, _expected(model, X), "float32", tol=TOL, what="gblinear")
+
+
+def test_gblinear_with_non_nan_missing_is_refused(rng):
+    model = _fit("reg:squarederror", rng, categorical=False, booster="gblinear", missing=-1.0)
+    with pytest.raises(MissingConverter, match=r"missing with booster='gblinear' is not supported"):
         from_xgboost(model)
+
+
+def test_unknown_booster_is_named(rng):
+    import json
+
+    model = _fit("reg:squarederror", rng, categorical=False)
+    model_json = json.loads(bytes(model.get_booster().save_raw("json")).decode())
+    model_json["learner"]["gradient_booster"]["name"] = "gbfancy"
+    with pytest.raises(MissingConverter, match=r"booster is not supported \(got 'gbfancy'\); "
+                                                r"supported: gbtree, dart, gblinear"):
+        ir_from_json(model_json, "XGBRegressor", "regressor")
 
 
 def test_unfitted_model_is_refused():

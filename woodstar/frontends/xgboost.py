@@ -13,7 +13,9 @@ What XGBoost 3.x does at predict time, and how each piece lands in the IR:
   re-codes a DataFrame to them; the IR lists the values (integer categories only).
 * leaves: ``split_conditions`` (learning rate applied); vector leaves of
   ``multi_strategy="multi_output_tree"`` from ``leaf_weights``; DART trees scaled by
-  ``weight_drop``; ``tree_info`` says which output a tree feeds; a random forest's
+  ``weight_drop``; ``booster="gblinear"`` is one single-leaf tree per output whose
+  leaf is the linear model (IR linear leaves, missing features skipped, as XGBoost
+  does); ``tree_info`` says which output a tree feeds; a random forest's
   parallel trees are summed, as XGBoost does.
 * base score: ``learner_model_param.base_score`` (a vector for multi-class and
   multi-target models) is in output space and turned into a margin by the
@@ -153,12 +155,9 @@ def _add_tree(builder, tree, output_start, width, scale, category_values, missin
 def _iteration_trees(booster_json, n_iterations, owner):
     """(trees, tree_info, per-tree DART weight) of the first n_iterations."""
     name = booster_json["name"]
-    if name == "gblinear":
-        raise MissingConverter(unsupported_message(
-            owner, "booster", name, "gbtree, dart (gblinear is a linear model, not trees; "
-            "woodstar has no linear IR yet)"))
     if name not in ("gbtree", "dart"):
-        raise MissingConverter(unsupported_message(owner, "booster", name, "gbtree, dart"))
+        raise MissingConverter(unsupported_message(owner, "booster", name,
+                                                   "gbtree, dart, gblinear"))
     model = booster_json["gbtree"]["model"] if name == "dart" else booster_json["model"]
     trees, info = model["trees"], model["tree_info"]
     weights = booster_json.get("weight_drop") if name == "dart" else None
@@ -179,7 +178,7 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     if objective not in OBJECTIVES:
         raise MissingConverter(unsupported_message(estimator, "objective", objective,
                                                    sorted(OBJECTIVES)))
-    link, transform = OBJECTIVES[objective]
+    link = OBJECTIVES[objective][0]
     params = learner["learner_model_param"]
     n_features = int(params["num_feature"])
     n_classes = int(params.get("num_class", 0))
@@ -188,29 +187,20 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     if len(base) == 1 and n_outputs > 1:
         base = np.repeat(base, n_outputs)
     base = _margin(base, link).astype(np.float64)
-    trees, info, weights = _iteration_trees(learner["gradient_booster"], n_iterations, estimator)
-    if not trees:
-        raise MissingConverter(unsupported_message(
-            estimator, "a model with", "no trees", "models with at least one boosting round"))
-    width = int(trees[0]["tree_param"].get("size_leaf_vector", "1"))
-    width = max(width, 1)
-    category_values = _category_values(learner, n_features, estimator)
     missing = float(missing)
     has_range = not np.isnan(missing)
-    builder = EnsembleBuilder(width)
-    for tree, output, weight in zip(trees, info, weights):
-        _add_tree(builder, tree, 0 if width > 1 else int(output), width, float(weight),
-                  category_values, has_range)
+    if learner["gradient_booster"]["name"] == "gblinear":
+        ensemble = _gblinear(learner["gradient_booster"]["model"], n_features, n_outputs, base,
+                             has_range, estimator)
+    else:
+        ensemble = _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations,
+                                  estimator)
+    transform = OBJECTIVES[objective][1]
     if kind == "classifier" and n_outputs == 1:
         transform = _BINARY_PROBA[transform]
     elif kind == "classifier" and transform == "argmax":
         transform = "softmax"  # XGBClassifier reports softmax probabilities here too
-    fields = dict(post_transform=transform, input_precision="float32",
-                  categorical_rule="nonnegative")
-    if has_range:
-        fields["missing_range"] = (missing, missing)
-    ensemble = builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base,
-                             **fields)
+    ensemble = ensemble.replace(post_transform=transform).validate()
     names = learner.get("feature_names") or None
     common = dict(estimator=estimator, n_features=n_features,
                   feature_names=tuple(names) if names else None, library_versions=_versions())
@@ -221,6 +211,46 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)
     return ModelIR(head, ensemble).validate()
+
+
+def _gblinear(model, n_features, n_outputs, base, has_range, owner):
+    """One single-leaf tree per output whose leaf is the linear model: XGBoost adds
+    ``bias + sum w * x`` over the present features (a missing one is skipped)."""
+    if has_range:
+        raise MissingConverter(unsupported_message(
+            owner, "missing with booster='gblinear'", "a value other than NaN", "missing=NaN"))
+    # XGBoost 3.x's gblinear adds the first entry of a vector base score to every
+    # output (found by the parity tests); do the same.
+    base = np.full(n_outputs, base[0])
+    weights = np.asarray(model["weights"], dtype=np.float32).astype(np.float64)
+    weights = weights.reshape(n_features + 1, n_outputs)
+    builder = EnsembleBuilder(1)
+    for k in range(n_outputs):
+        terms = (np.concatenate([[-1], np.arange(n_features)]),
+                 np.concatenate([[weights[n_features, k]], weights[:n_features, k]]))
+        builder.add_tree(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+                         leaf_value=[0.0], output_start=k, linear={0: terms})
+    return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base,
+                         input_precision="float32", linear_missing="skip")
+
+
+def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, estimator):
+    has_range = not np.isnan(missing)
+    trees, info, weights = _iteration_trees(learner["gradient_booster"], n_iterations, estimator)
+    if not trees:
+        raise MissingConverter(unsupported_message(
+            estimator, "a model with", "no trees", "models with at least one boosting round"))
+    width = int(trees[0]["tree_param"].get("size_leaf_vector", "1"))
+    width = max(width, 1)
+    category_values = _category_values(learner, n_features, estimator)
+    builder = EnsembleBuilder(width)
+    for tree, output, weight in zip(trees, info, weights):
+        _add_tree(builder, tree, 0 if width > 1 else int(output), width, float(weight),
+                  category_values, has_range)
+    fields = dict(input_precision="float32", categorical_rule="nonnegative")
+    if has_range:
+        fields["missing_range"] = (missing, missing)
+    return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base, **fields)
 
 
 def _booster_json(booster):

@@ -154,6 +154,13 @@ def test_unsupported_loss_is_named(rng):
         ir_from_json(model_json, "CatBoostRegressor", "regressor")
 
 
+def test_model_without_trees_is_refused(rng):
+    model_json = _export_json(_fit("RMSE", rng))
+    model_json["oblivious_trees"] = []
+    with pytest.raises(MissingConverter, match=r"a model with is not supported \(got 'no trees'\)"):
+        ir_from_json(model_json, "CatBoostRegressor", "regressor")
+
+
 def test_non_symmetric_trees_are_refused(rng):
     model = _fit("RMSE", rng, grow_policy="Depthwise")
     with pytest.raises(MissingConverter, match=r"grow_policy is not supported"):

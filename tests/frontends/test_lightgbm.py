@@ -56,7 +56,7 @@ def _fit(objective, rng, categorical=True, nan=True, n_estimators=4, **params):
     X, signal = _train_data(rng, categorical=categorical, nan=nan)
     y = _labels(objective, signal, rng)
     common = dict(n_estimators=n_estimators, num_leaves=7, min_child_samples=5,
-                  verbose=-1, objective=objective, min_data_per_group=5, cat_smooth=1.0,
+                  verbose=-1, objective=objective, min_data_per_group=5, cat_smooth=1.0, n_jobs=1,
                   cat_l2=1.0, max_cat_to_onehot=2, **params)
     fit_params = dict(categorical_feature=[CAT] if categorical else "auto")
     if objective in ("binary", "multiclass", "multiclassova"):
@@ -242,6 +242,26 @@ def test_unsupported_objective_is_named(rng):
     dump["objective"] = "custom"
     with pytest.raises(MissingConverter, match=r"Cannot convert LGBMRegressor: objective is not "
                                                 r"supported \(got 'custom'\); supported: binary"):
+        ir_from_dump(dump, "LGBMRegressor", "regressor")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(tree_info=[]), r"a model with is not supported \(got 'no trees'\)"),
+    (lambda d: d["tree_info"][0]["tree_structure"].update(decision_type=">"),
+     r"decision_type is not supported \(got '>'\); supported: '<=', '=='"),
+    (lambda d: d["tree_info"][0]["tree_structure"].update(missing_type="Inf"),
+     r"missing_type is not supported \(got 'Inf'\); supported: 'None', 'Zero', 'NaN'"),
+    (lambda d: d.update(pandas_categorical=[["a", "b"]]),
+     r"pandas categorical feature 0 with categories is not supported \(got \['a', 'b'\]\)"),
+], ids=["no-trees", "decision_type", "missing_type", "string-categories"])
+def test_dump_errors_are_named(edit, message, rng):
+    from woodstar.frontends.lightgbm import ir_from_dump
+
+    model, _ = _fit("regression", rng, categorical=True)
+    dump = model.booster_.dump_model()
+    assert "split_index" in dump["tree_info"][0]["tree_structure"]
+    edit(dump)
+    with pytest.raises(MissingConverter, match=message):
         ir_from_dump(dump, "LGBMRegressor", "regressor")
 
 

@@ -54,8 +54,11 @@ def _fit(objective, rng, categorical=True, n_estimators=4, cls=None, **params):
     X, signal = _train_data(rng, categorical=categorical)
     y = _labels(objective, signal, rng)
     common = dict(n_estimators=n_estimators, max_depth=3, objective=objective,
-                  tree_method="hist", max_cat_to_onehot=3)
+                  tree_method="hist", max_cat_to_onehot=3, n_jobs=1)
     common.update(params)
+    if params.get("booster") == "gblinear":
+        for key in ("max_depth", "tree_method", "max_cat_to_onehot"):
+            common.pop(key)
     if categorical:
         common.update(enable_categorical=True, feature_types=FEATURE_TYPES)
     fit_params = {}
@@ -181,6 +184,21 @@ def test_best_iteration_after_early_stopping(backend, rng):
     check(converted, Xt, _expected(model, Xt), "float32", tol=TOL)
 
 
+def test_iteration_range_by_slicing_the_booster(backend, rng):
+    """A user's iteration_range: convert the sliced booster, booster[a:b]."""
+    model = _fit("multi:softprob", rng, n_estimators=6)
+    booster = model.get_booster()
+    converted = woodstar.convert(booster[1:4], backend)
+    assert converted.ir.ensemble.n_trees == 3 * 3
+    X = _inputs(converted.ir, rng)
+    X[np.isinf(X)] = np.nan
+    dmatrix = xgb.DMatrix(X, feature_types=FEATURE_TYPES, enable_categorical=True)
+    check(converted, X, {"predict": booster.predict(dmatrix, iteration_range=(1, 4)),
+                         "decision_function": booster.predict(dmatrix, output_margin=True,
+                                                              iteration_range=(1, 4))},
+          "float32", tol=TOL)
+
+
 @pytest.mark.parametrize("objective", ["binary:logistic", "multi:softmax", "binary:hinge",
                                        "reg:squarederror"])
 def test_raw_booster(objective, backend, rng):
@@ -245,6 +263,27 @@ def test_gblinear_with_non_nan_missing_is_refused(rng):
     model = _fit("reg:squarederror", rng, categorical=False, booster="gblinear", missing=-1.0)
     with pytest.raises(MissingConverter, match=r"missing with booster='gblinear' is not supported"):
         from_xgboost(model)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["learner"]["gradient_booster"]["model"].update(trees=[], tree_info=[],
+                                                                iteration_indptr=[0]),
+     r"a model with is not supported \(got 'no trees'\)"),
+    (lambda m: m["learner"]["gradient_booster"]["model"]["cats"].update(
+        enc=[{"offsets": [0, 1], "values": [97, 98]}]),
+     r"categorical feature 0 with string categories is not supported"),
+    (lambda m: m["learner"]["gradient_booster"]["model"]["cats"].update(
+        enc=[{"type": 15, "values": [-1, 2]}]),
+     r"categorical feature 0 with categories is not supported \(got \[-1, 2\]\)"),
+], ids=["no-trees", "string-categories", "negative-categories"])
+def test_json_errors_are_named(edit, message, rng):
+    import json
+
+    model = _fit("reg:squarederror", rng)
+    model_json = json.loads(bytes(model.get_booster().save_raw("json")).decode())
+    edit(model_json)
+    with pytest.raises(MissingConverter, match=message):
+        ir_from_json(model_json, "XGBRegressor", "regressor")
 
 
 def test_unknown_booster_is_named(rng):

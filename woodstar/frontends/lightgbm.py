@@ -106,7 +106,7 @@ def _category_values(pandas_categorical, n_features, categorical_features, owner
                 (categories >= 0) & (categories == np.trunc(categories)) & (categories < 2**31)):
             raise MissingConverter(unsupported_message(
                 owner, f"pandas categorical feature {feature} with categories",
-                list(categories[:5]), "non-negative integer categories "
+                categories[:5].tolist(), "non-negative integer categories "
                 "(encode string categories as integers before fitting)"))
         values[feature] = categories.astype(np.int64)
     return values

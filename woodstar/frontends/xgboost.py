@@ -108,7 +108,7 @@ def _category_values(learner, n_features, owner):
         if categories.dtype.kind not in "biuf" or not np.all(
                 (categories >= 0) & (categories == np.trunc(categories)) & (categories < 2**24)):
             raise MissingConverter(unsupported_message(
-                owner, f"categorical feature {feature} with categories", list(categories[:5]),
+                owner, f"categorical feature {feature} with categories", categories[:5].tolist(),
                 "non-negative integer categories"))
         values[feature] = categories.astype(np.int64)
     return values

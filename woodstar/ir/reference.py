@@ -58,8 +58,9 @@ def _linear_leaves(ens, leaves, X, values):
         if missing.any() and ens.linear_missing == "leaf_value":
             continue
         total = 0.0
-        for c, value in zip(coefs[~missing], v[~missing]):
-            total += c * value
+        with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the source library
+            for c, value in zip(coefs[~missing], v[~missing]):
+                total += c * value
         values[row, 0] = total
     return values
 
@@ -90,7 +91,8 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
         values = ens.leaf_value[offset + node]
         if ens.has_linear_leaves:
             values = _linear_leaves(ens, offset + node, X, values)
-        raw[:, start:start + width] += values
+        with np.errstate(invalid="ignore"):  # linear leaves may give +-inf
+            raw[:, start:start + width] += values
     if ens.aggregation == "mean":
         raw /= ens.n_trees
     return raw + ens.base_score

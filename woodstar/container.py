@@ -145,7 +145,8 @@ class _Regressor:
 class _Classifier:
     def predict(self, X):
         raw, proba = self._run(X)
-        return self._labels(raw, proba)
+        labels = self._labels(raw, proba)
+        return labels.reshape(-1, 1) if self.ir.head.labels_as_column else labels
 
     def predict_proba(self, X):
         _, proba = self._run(X)

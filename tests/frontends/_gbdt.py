@@ -30,7 +30,9 @@ def check(converted, X, expected, precision, tol=None, what=""):
         if values.dtype.kind == "f":
             close(got, values, tol, f"{what}.{method}")
         else:
-            np.testing.assert_array_equal(np.asarray(got), values, err_msg=f"{what}.{method}")
+            got = np.asarray(got)
+            assert got.shape == values.shape, f"{what}.{method}: {got.shape} != {values.shape}"
+            np.testing.assert_array_equal(got, values, err_msg=f"{what}.{method}")
 
 
 def check_reference(model_ir, X, raw_expected, transformed_expected=None, tol=1e-12, what=""):

@@ -63,10 +63,7 @@ def _fit(case, rng, n=300, **extra):
 def _expected(model, X):
     if isinstance(model, cb.CatBoostRanker):  # its predict is the raw score
         return {"predict": model.predict(X), "decision_function": model.predict(X)}
-    labels = model.predict(X)
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]  # CatBoost's MultiClass labels are (n, 1); woodstar's 1-D
-    out = {"predict": labels,
+    out = {"predict": model.predict(X),  # (n, 1) labels for MultiClass, as CatBoost gives
            "decision_function": model.predict(X, prediction_type="RawFormulaVal")}
     if isinstance(model, cb.CatBoostClassifier):
         out["predict_proba"] = model.predict_proba(X)

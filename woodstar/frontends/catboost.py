@@ -145,7 +145,9 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
                   library_versions=_versions())
     if kind == "classifier":
         head = Head(task="classification", methods=("predict", "predict_proba", "decision_function"),
-                    classes=(np.asarray(classes),), decision_rule="argmax", **common)
+                    classes=(np.asarray(classes),), decision_rule="argmax",
+                    labels_as_column=n_dims > 1,  # CatBoost's MultiClass labels are (n, 1)
+                    **common)
     else:
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)

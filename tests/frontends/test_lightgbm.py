@@ -251,9 +251,12 @@ def test_unsupported_objective_is_named(rng):
      r"decision_type is not supported \(got '>'\); supported: '<=', '=='"),
     (lambda d: d["tree_info"][0]["tree_structure"].update(missing_type="Inf"),
      r"missing_type is not supported \(got 'Inf'\); supported: 'None', 'Zero', 'NaN'"),
+    (lambda d: d.update(pandas_categorical=[[1, 2], [3, 4]]),
+     r"a mix of pandas category columns and other categorical features is not supported "
+     r"\(got '2 pandas category column\(s\) for 1 categorical feature\(s\)'\)"),
     (lambda d: d.update(pandas_categorical=[["a", "b"]]),
      r"pandas categorical feature 0 with categories is not supported \(got \['a', 'b'\]\)"),
-], ids=["no-trees", "decision_type", "missing_type", "string-categories"])
+], ids=["no-trees", "decision_type", "missing_type", "category-mix", "string-categories"])
 def test_dump_errors_are_named(edit, message, rng):
     from woodstar.frontends.lightgbm import ir_from_dump
 

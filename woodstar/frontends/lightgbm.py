@@ -18,7 +18,8 @@ What LightGBM 4.x does at predict time, and how each piece lands in the IR:
   fitted on pandas ``category`` columns stores the training categories
   (``pandas_categorical``) and LightGBM predicts on their codes; the IR lists the
   category *values* instead (integer categories only), which is what the container
-  reads from a DataFrame.
+  reads from a DataFrame. So a NumPy array given to such a model must hold the
+  category values too (LightGBM would read a NumPy array as codes).
 * leaves hold shrunk values (learning rate, DART weights, boost_from_average already
   applied); ``average_output`` (boosting "rf") is the mean over iterations.
 * ``linear_tree``: a leaf outputs ``leaf_const + sum leaf_coeff * x`` unless one of
@@ -100,6 +101,15 @@ def _category_values(pandas_categorical, n_features, categorical_features, owner
     values = [None] * n_features
     if not pandas_categorical:
         return values
+    if len(pandas_categorical) != len(categorical_features):
+        # pandas_categorical covers the DataFrame's category columns only; other
+        # categorical features (integer columns named in categorical_feature, or a
+        # constant category column LightGBM dropped) would misalign the lists.
+        raise MissingConverter(unsupported_message(
+            owner, "a mix of pandas category columns and other categorical features",
+            f"{len(pandas_categorical)} pandas category column(s) for "
+            f"{len(categorical_features)} categorical feature(s)",
+            "categorical features that are all pandas category columns, or none"))
     for feature, categories in zip(categorical_features, pandas_categorical):
         categories = np.asarray(categories)
         if categories.dtype.kind not in "biuf" or not np.all(

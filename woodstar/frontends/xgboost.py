@@ -10,7 +10,8 @@ What XGBoost 3.x does at predict time, and how each piece lands in the IR:
   The IR sends its set left and the rest right, so children and default side are
   swapped; the "nonnegative" categorical rule is XGBoost's ``x >= 0, c = int(x)``. A
   model fitted on pandas categories stores their values (``cats``) and XGBoost
-  re-codes a DataFrame to them; the IR lists the values (integer categories only).
+  re-codes a DataFrame to them; the IR lists the values (integer categories only),
+  so a NumPy array given to such a model must hold values, not codes.
 * leaves: ``split_conditions`` (learning rate applied); vector leaves of
   ``multi_strategy="multi_output_tree"`` from ``leaf_weights``; DART trees scaled by
   ``weight_drop``; ``booster="gblinear"`` is one single-leaf tree per output whose

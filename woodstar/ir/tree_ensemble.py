@@ -48,6 +48,7 @@ from ..exceptions import InvalidModelError
 
 __all__ = [
     "TreeEnsemble", "LE", "LT", "AGGREGATIONS", "POST_TRANSFORMS", "PRECISIONS", "CATEGORICAL_RULES",
+    "LINEAR_MISSING",
 ]
 
 LE = 0

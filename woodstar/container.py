@@ -44,7 +44,10 @@ class ConvertedModel:
         change a branch."""
         if self.options.precision is not None:
             return self.options.precision
-        if getattr(X, "dtype", None) == np.float64 and self.ir.ensemble.input_precision == "float64":
+        dtype = getattr(X, "dtype", None)
+        if dtype is None and hasattr(X, "dtypes"):  # a DataFrame: float64 unless all float32
+            dtype = np.float32 if all(str(d) == "float32" for d in X.dtypes) else np.float64
+        if dtype == np.float64 and self.ir.ensemble.input_precision == "float64":
             return "float64"
         return "float32"
 
@@ -142,7 +145,8 @@ class _Regressor:
 class _Classifier:
     def predict(self, X):
         raw, proba = self._run(X)
-        return self._labels(raw, proba)
+        labels = self._labels(raw, proba)
+        return labels.reshape(-1, 1) if self.ir.head.labels_as_column else labels
 
     def predict_proba(self, X):
         _, proba = self._run(X)
@@ -180,7 +184,7 @@ def _container_class(head):
     elif head.task == "classification":
         mixins = (_Classifier,) + ((_DecisionFunction,) if "decision_function" in head.methods else ())
     else:
-        mixins = (_Regressor,)
+        mixins = (_Regressor,) + ((_DecisionFunction,) if "decision_function" in head.methods else ())
     key = tuple(m.__name__ for m in mixins)
     if key not in _CONTAINER_CLASSES:
         name = "Converted" + "".join(m.__name__.lstrip("_") for m in mixins)

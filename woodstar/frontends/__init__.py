@@ -1,6 +1,7 @@
 """Frontends: read a fitted model into IR. Never import torch."""
 
 from . import sklearn_trees  # noqa: F401  (registers scikit-learn models)
+from . import catboost, lightgbm, xgboost  # noqa: F401  (import their libraries lazily)
 from .registry import find_frontend, register_frontend, supported_models
 
 __all__ = ["find_frontend", "register_frontend", "supported_models"]

@@ -43,6 +43,7 @@ class Head:
     classes: Optional[Tuple[np.ndarray, ...]] = None
     decision_rule: str = "argmax"
     squeeze_output: bool = True  # 1-D predict/decision_function for a single output
+    labels_as_column: bool = False  # predict gives labels as (n, 1) (CatBoost MultiClass)
     anomaly_offset: float = 0.0  # IsolationForest.offset_
     allows_nan: bool = True  # the source accepts NaN at predict time
     allows_inf: bool = True  # the source accepts +-inf (after rounding to its precision)

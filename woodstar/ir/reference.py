@@ -16,6 +16,10 @@ __all__ = ["predict_raw", "predict", "decide_left"]
 def decide_left(ens: TreeEnsemble, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Which of ``nodes`` (global indices of internal nodes) send ``values`` left."""
     is_nan = np.isnan(values)
+    in_range = ens.missing_in_range[nodes]
+    if in_range.any():
+        lo, hi = ens.missing_range
+        is_nan = is_nan | (in_range & (values >= lo) & (values <= hi))
     threshold = ens.threshold[nodes]
     with np.errstate(invalid="ignore"):
         numerical = np.where(ens.comparison[nodes] == LE, values <= threshold, values < threshold)
@@ -42,6 +46,25 @@ def _category_in_set(ens, nodes, values):
     return valid & (bits == 1)
 
 
+def _linear_leaves(ens, leaves, X, values):
+    """Leaf outputs where ``leaves`` (one per row) may be linear (see the IR)."""
+    values = values.copy()
+    for row in np.flatnonzero(ens.linear_size[leaves] > 0):
+        leaf = leaves[row]
+        terms = slice(ens.linear_start[leaf], ens.linear_start[leaf] + ens.linear_size[leaf])
+        features, coefs = ens.linear_feature[terms], ens.linear_coef[terms]
+        v = np.where(features < 0, 1.0, X[row, np.maximum(features, 0)])
+        missing = np.isnan(v)
+        if missing.any() and ens.linear_missing == "leaf_value":
+            continue
+        total = 0.0
+        with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the source library
+            for c, value in zip(coefs[~missing], v[~missing]):
+                total += c * value
+        values[row, 0] = total
+    return values
+
+
 def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
     """Raw scores (aggregated trees + base score), shape (n, n_outputs), float64."""
     X = np.asarray(X, dtype=np.float64)
@@ -65,7 +88,11 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
             go_left = decide_left(ens, nodes, values)
             node[active] = np.where(go_left, ens.left[nodes], ens.right[nodes])
         start = ens.tree_output_start[t]
-        raw[:, start:start + width] += ens.leaf_value[offset + node]
+        values = ens.leaf_value[offset + node]
+        if ens.has_linear_leaves:
+            values = _linear_leaves(ens, offset + node, X, values)
+        with np.errstate(invalid="ignore"):  # linear leaves may give +-inf
+            raw[:, start:start + width] += values
     if ens.aggregation == "mean":
         raw /= ens.n_trees
     return raw + ens.base_score

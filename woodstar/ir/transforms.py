@@ -21,6 +21,18 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     if name == "sigmoid_binary":
         p = _sigmoid(z[:, :1])
         return np.concatenate([1.0 - p, p], axis=1)
+    if name == "identity_binary":
+        return np.concatenate([1.0 - z[:, :1], z[:, :1]], axis=1)
+    if name == "step":
+        return (z > 0).astype(z.dtype)
+    if name == "step_binary":
+        s = (z[:, :1] > 0).astype(z.dtype)
+        return np.concatenate([1.0 - s, s], axis=1)
+    if name == "argmax":
+        return np.argmax(z, axis=1).astype(z.dtype).reshape(-1, 1)
+    if name == "softplus":
+        with np.errstate(over="ignore"):
+            return np.log1p(np.exp(z))
     if name == "softmax":
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)

@@ -17,6 +17,19 @@ always the same:
   ensemble's ``categorical_rule``: "truncate" (``c = trunc(x) >= 0``, LightGBM),
   "nonnegative" (``x >= 0``, ``c = trunc(x)``, XGBoost) or "exact" (``x`` must be a
   non-negative integer, scikit-learn's encoded categories).
+* missing range: where ``missing_in_range[n]`` is set, a value ``v`` (rounded to
+  ``input_precision``) with ``missing_range[0] <= v <= missing_range[1]`` is treated as
+  missing at node ``n`` and follows ``default_left``, numerical or categorical node
+  alike. LightGBM's ``missing_type=Zero`` (``|x| <= 1e-35f`` is missing) and XGBoost's
+  ``missing=-999`` are such ranges. Default: no node uses it.
+* linear leaves: a leaf with ``linear_size[n] > 0`` outputs, instead of its
+  ``leaf_value``, ``sum_k linear_coef[k] * v_k`` over its terms
+  ``k in linear_start[n] : linear_start[n] + linear_size[n]``, where ``v_k`` is
+  ``x[linear_feature[k]]`` (rounded to ``input_precision``) or 1.0 when
+  ``linear_feature[k] == -1`` (the intercept). A NaN ``v_k`` follows
+  ``linear_missing``: "leaf_value" (the leaf outputs ``leaf_value`` instead, LightGBM
+  ``linear_tree``) or "skip" (the term is left out, XGBoost gblinear). Only with
+  ``leaf_width == 1``. Default: no linear leaves.
 * a tree's leaf adds ``leaf_value[leaf]`` (a vector of ``leaf_width``) to the raw
   outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
 
@@ -35,6 +48,7 @@ from ..exceptions import InvalidModelError
 
 __all__ = [
     "TreeEnsemble", "LE", "LT", "AGGREGATIONS", "POST_TRANSFORMS", "PRECISIONS", "CATEGORICAL_RULES",
+    "LINEAR_MISSING",
 ]
 
 LE = 0
@@ -44,12 +58,18 @@ POST_TRANSFORMS = (
     "identity",  # regression, raw margins
     "sigmoid",  # element-wise logistic (one-vs-all, reg:logistic)
     "sigmoid_binary",  # one logit -> two columns [1 - p, p]
+    "softplus",  # log1p(exp(raw)): LightGBM cross_entropy_lambda
+    "identity_binary",  # one margin -> two columns [1 - raw, raw] (XGBoost binary:logitraw)
+    "step",  # 1.0 where raw > 0 else 0.0 (XGBoost binary:hinge)
+    "step_binary",  # one margin -> [1 - step, step]
+    "argmax",  # index of the first largest raw score, one column (XGBoost multi:softmax)
     "softmax",  # multi-class probabilities
     "exp",  # log-link regression (poisson, gamma, tweedie)
     "isolation_forest",  # -2 ** (-raw / c): IsolationForest.score_samples
 )
 PRECISIONS = ("float32", "float64")
 CATEGORICAL_RULES = ("truncate", "nonnegative", "exact")
+LINEAR_MISSING = ("leaf_value", "skip")
 
 _ARRAY_DTYPES = {
     "tree_offsets": np.int64,
@@ -66,7 +86,14 @@ _ARRAY_DTYPES = {
     "cat_bitsets": np.uint32,
     "leaf_value": np.float64,
     "base_score": np.float64,
+    "missing_in_range": np.bool_,
+    "missing_range": np.float64,
+    "linear_start": np.int64,
+    "linear_size": np.int64,
+    "linear_feature": np.int64,
+    "linear_coef": np.float64,
 }
+_NO_RANGE = (np.nan, np.nan)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +121,25 @@ class TreeEnsemble:
     post_transform_scale: float = 1.0
     input_precision: str = "float32"
     categorical_rule: str = "exact"
+    missing_in_range: np.ndarray = None  # per node; None: no node (all False)
+    missing_range: np.ndarray = None  # (lo, hi); None: (nan, nan), no range
+    linear_start: np.ndarray = None  # per node; None: zeros (no linear leaves)
+    linear_size: np.ndarray = None  # per node; None: zeros
+    linear_feature: np.ndarray = None  # per term; -1 is the intercept; None: empty
+    linear_coef: np.ndarray = None  # per term; None: empty
+    linear_missing: str = "leaf_value"
 
     def __post_init__(self):
+        if self.missing_in_range is None:
+            object.__setattr__(self, "missing_in_range", np.zeros(len(self.feature), dtype=bool))
+        if self.missing_range is None:
+            object.__setattr__(self, "missing_range", np.asarray(_NO_RANGE))
+        for name in ("linear_start", "linear_size"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(len(self.feature), dtype=np.int64))
+        for name in ("linear_feature", "linear_coef"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(0))
         for name, dtype in _ARRAY_DTYPES.items():
             value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
             value.flags.writeable = False
@@ -121,6 +165,14 @@ class TreeEnsemble:
     @property
     def is_leaf(self) -> np.ndarray:
         return self.left < 0
+
+    @property
+    def has_missing_range(self) -> bool:
+        return bool(np.any(self.missing_in_range & (self.left >= 0)))
+
+    @property
+    def has_linear_leaves(self) -> bool:
+        return bool(np.any(self.linear_size > 0))
 
     @property
     def has_categorical(self) -> bool:
@@ -175,7 +227,8 @@ class TreeEnsemble:
         """Check every invariant; the error names the tree and node at fault."""
         n_nodes = self.n_nodes
         for name in ("threshold", "comparison", "left", "right", "default_left",
-                     "is_categorical", "cat_bitset_start", "cat_bitset_size"):
+                     "is_categorical", "cat_bitset_start", "cat_bitset_size", "missing_in_range",
+                     "linear_start", "linear_size"):
             if len(getattr(self, name)) != n_nodes:
                 raise InvalidModelError(
                     f"TreeEnsemble: {name} has {len(getattr(self, name))} entries, "
@@ -204,6 +257,14 @@ class TreeEnsemble:
         if self.categorical_rule not in CATEGORICAL_RULES:
             raise InvalidModelError(
                 f"TreeEnsemble: categorical_rule {self.categorical_rule!r} not in {CATEGORICAL_RULES}")
+        if self.missing_range.shape != (2,):
+            raise InvalidModelError(
+                f"TreeEnsemble: missing_range has shape {self.missing_range.shape}, expected (2,)")
+        if self.has_missing_range and not (self.missing_range[0] <= self.missing_range[1]):
+            raise InvalidModelError(
+                f"TreeEnsemble: nodes treat a range as missing but missing_range "
+                f"{tuple(self.missing_range)} is not an interval lo <= hi")
+        self._validate_linear()
         if self.base_score.shape != (self.n_outputs,):
             raise InvalidModelError(
                 f"TreeEnsemble: base_score has shape {self.base_score.shape}, expected ({self.n_outputs},)")
@@ -217,6 +278,32 @@ class TreeEnsemble:
         for t in range(self.n_trees):
             self._validate_tree(t)
         return self
+
+    def _validate_linear(self) -> None:
+        if self.linear_missing not in LINEAR_MISSING:
+            raise InvalidModelError(
+                f"TreeEnsemble: linear_missing {self.linear_missing!r} not in {LINEAR_MISSING}")
+        if len(self.linear_feature) != len(self.linear_coef):
+            raise InvalidModelError(
+                f"TreeEnsemble: {len(self.linear_feature)} linear features for "
+                f"{len(self.linear_coef)} coefficients")
+        if not self.has_linear_leaves:
+            return
+        if self.leaf_width != 1:
+            raise InvalidModelError("TreeEnsemble: linear leaves need leaf_width 1")
+        linear = np.flatnonzero(self.linear_size > 0)
+        bad = linear[(self.left[linear] >= 0) | (self.linear_start[linear] < 0)
+                     | (self.linear_start[linear] + self.linear_size[linear] > len(self.linear_coef))]
+        if len(bad):
+            raise InvalidModelError(
+                f"TreeEnsemble: node {int(bad[0])} has linear terms "
+                f"{self.linear_start[bad[0]]}..{self.linear_start[bad[0]] + self.linear_size[bad[0]]} "
+                f"but is not a leaf or lies outside the {len(self.linear_coef)} stored terms")
+        if np.any((self.linear_feature < -1) | (self.linear_feature >= self.n_features)):
+            raise InvalidModelError(
+                f"TreeEnsemble: linear features must lie in -1..{self.n_features - 1}")
+        if not np.all(np.isfinite(self.linear_coef)):
+            raise InvalidModelError("TreeEnsemble: a linear coefficient is not finite")
 
     def _validate_tree(self, t: int) -> None:
         start, stop = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])

@@ -23,6 +23,17 @@ class PostTransform(nn.Module):
         if self.kind == "sigmoid_binary":
             p = torch.sigmoid(z[:, :1])
             return torch.cat([1.0 - p, p], dim=1)
+        if self.kind == "identity_binary":
+            return torch.cat([1.0 - z[:, :1], z[:, :1]], dim=1)
+        if self.kind == "step":
+            return (z > 0).to(z.dtype)
+        if self.kind == "step_binary":
+            s = (z[:, :1] > 0).to(z.dtype)
+            return torch.cat([1.0 - s, s], dim=1)
+        if self.kind == "argmax":
+            return torch.argmax(z, dim=1, keepdim=True).to(z.dtype)
+        if self.kind == "softplus":
+            return torch.log1p(torch.exp(z))
         if self.kind == "softmax":
             return torch.softmax(z, dim=1)
         if self.kind == "exp":

@@ -8,6 +8,15 @@ real infinities are untouched and compare as the source library compares them.
 Categorical nodes read the first block and look the value up in a small table with
 extra columns for "not a category" and "NaN". Leaves and padding read the second
 block (never NaN) against +inf: always "left".
+
+An ensemble whose nodes treat a value range as missing (``missing_in_range``) gets two
+more blocks, ``r = x with the range -> NaN`` and ``r with NaN -> -inf``; its flagged
+nodes read those instead, so the range follows the default side with no extra test.
+
+Linear leaves (LightGBM linear_tree, XGBoost gblinear) are applied after the walk: a
+strategy hands over the leaf slot each row reached in each tree, and the terms of
+that leaf (padded to the longest leaf, intercept and padding reading 1.0) are
+gathered from the input and summed.
 """
 
 import numpy as np
@@ -19,7 +28,7 @@ from ...ir.tree_ensemble import TreeEnsemble
 
 __all__ = [
     "TreeStrategyBase", "node_input_columns", "node_thresholds", "always_left_column",
-    "categorical_table", "as_buffer",
+    "categorical_table", "as_buffer", "missing_range_bounds",
 ]
 
 TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -39,12 +48,27 @@ def node_input_columns(ens: TreeEnsemble) -> np.ndarray:
     """The column of the widened input each node reads (see the module docstring)."""
     numerical_left = ens.default_left & ~ens.is_categorical
     columns = np.where(numerical_left, ens.feature + ens.n_features, ens.feature)
+    columns = np.where(ens.missing_in_range, columns + 2 * ens.n_features, columns)
     return np.where(ens.left < 0, always_left_column(ens), columns).astype(np.int64)
 
 
 def node_thresholds(ens: TreeEnsemble, dtype: str) -> np.ndarray:
     """Thresholds for ``x <= t`` in ``dtype``; +inf for leaves and categorical nodes."""
     return le_thresholds(ens, np.dtype(dtype))
+
+
+def missing_range_bounds(ens: TreeEnsemble, dtype: str):
+    """(lo, hi) in ``dtype`` such that ``lo <= x <= hi`` is the IR's range test for
+    every ``x`` of that dtype: lo rounded up, hi rounded down."""
+    dtype = np.dtype(dtype)
+    lo64, hi64 = (float(v) for v in ens.missing_range)
+    with np.errstate(over="ignore"):
+        lo, hi = dtype.type(lo64), dtype.type(hi64)
+    if float(lo) < lo64:
+        lo = np.nextafter(lo, dtype.type(np.inf))
+    if float(hi) > hi64:
+        hi = np.nextafter(hi, dtype.type(-np.inf))
+    return float(lo), float(hi)
 
 
 def categorical_table(ens: TreeEnsemble, nodes: np.ndarray):
@@ -93,9 +117,53 @@ class TreeStrategyBase(nn.Module):
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
         self.register_buffer("base_score", as_buffer(ens.base_score, np.float64))
+        self.has_missing_range = ens.has_missing_range
+        self.missing_lo, self.missing_hi = (
+            missing_range_bounds(ens, dtype) if self.has_missing_range else (0.0, 0.0))
         self.n_category_columns = 0
         if self.has_categorical:
             self._init_categorical(ens)
+        self.has_linear = ens.has_linear_leaves
+        self.linear_skip_missing = ens.linear_missing == "skip"
+
+    def _init_linear(self, ens, node_of_slot):
+        """Buffers for linear leaves; ``node_of_slot`` is the IR node (or -1 for
+        padding) behind each of the strategy's leaf slots."""
+        node_of_slot = np.asarray(node_of_slot, dtype=np.int64)
+        safe = np.maximum(node_of_slot, 0)
+        size = np.where(node_of_slot >= 0, ens.linear_size[safe], 0)
+        width = max(int(size.max(initial=0)), 1)
+        features = np.zeros((len(safe), width), dtype=np.int64)
+        coefs = np.zeros((len(safe), width), dtype=np.float64)  # summed with leaves: float64
+        is_one = np.ones((len(safe), width), dtype=bool)
+        for slot in np.flatnonzero(size > 0):
+            start = ens.linear_start[safe[slot]]
+            f = ens.linear_feature[start:start + size[slot]]
+            features[slot, :size[slot]] = np.maximum(f, 0)
+            coefs[slot, :size[slot]] = ens.linear_coef[start:start + size[slot]]
+            is_one[slot, :size[slot]] = f < 0
+        self.register_buffer("linear_features", as_buffer(features))
+        self.register_buffer("linear_coefs", as_buffer(coefs))
+        self.register_buffer("linear_is_one", as_buffer(is_one))
+        self.register_buffer("linear_active", as_buffer(size > 0))
+
+    def linear_leaves(self, x: torch.Tensor, slots: torch.Tensor, values: torch.Tensor):
+        """Leaf outputs (n, T, 1) with linear leaves evaluated; ``slots`` (n, T)."""
+        if x.dtype != self.compute_dtype:
+            x = x.to(self.compute_dtype)
+        if self.round_to_float32:
+            x = x.to(torch.float32)
+        x = x.to(ACCUMULATE)
+        n, n_trees = slots.shape
+        features = self.linear_features[slots]  # (n, T, K)
+        v = torch.gather(x, 1, features.reshape(n, -1)).reshape(features.shape)
+        v = torch.where(self.linear_is_one[slots], torch.ones_like(v), v)
+        missing = torch.isnan(v)
+        terms = self.linear_coefs[slots] * torch.where(missing, torch.zeros_like(v), v)
+        linear = terms.sum(dim=2, keepdim=True)
+        if not self.linear_skip_missing:
+            linear = torch.where(missing.any(dim=2, keepdim=True), values, linear)
+        return torch.where(self.linear_active[slots].unsqueeze(2), linear, values)
 
     def _init_categorical(self, ens):
         nodes = np.flatnonzero(ens.is_categorical & (ens.left >= 0))
@@ -114,7 +182,12 @@ class TreeStrategyBase(nn.Module):
         if self.round_to_float32:
             x = x.to(torch.float32).to(self.compute_dtype)
         minus_inf = torch.full((), float("-inf"), dtype=x.dtype, device=x.device)
-        return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x)], dim=1)
+        if not self.has_missing_range:
+            return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x)], dim=1)
+        nan = torch.full((), float("nan"), dtype=x.dtype, device=x.device)
+        r = torch.where((x >= self.missing_lo) & (x <= self.missing_hi), nan, x)
+        return torch.cat([x, torch.where(torch.isnan(x), minus_inf, x),
+                          r, torch.where(torch.isnan(r), minus_inf, r)], dim=1)
 
     def category_goes_left(self, values: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """Table lookup for categorical nodes; ``rows`` are their table rows."""

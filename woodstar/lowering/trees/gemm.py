@@ -58,6 +58,7 @@ class GemmTrees(TreeStrategyBase):
         left_turns = np.full((T, n_leaves), -1, dtype=dtype)  # padding: never reached
         values = np.zeros((T, W, n_leaves), dtype=np.float64)
         categorical_slots, categorical_nodes = [], []
+        node_of_leaf_slot = np.full((T, n_leaves), -1, dtype=np.int64)
         node_columns = node_input_columns(ens)
         thresholds_of_node = node_thresholds(ens, dtype)
         for t in range(T):
@@ -76,12 +77,16 @@ class GemmTrees(TreeStrategyBase):
                     paths[t, j, slot_of[node]] = side
                 left_turns[t, j] = sum(1 for _, side in path if side > 0)
                 values[t, :, j] = ens.leaf_value[offset + leaf]
+                node_of_leaf_slot[t, j] = offset + leaf
         self.shape_ = (T, n_internal, n_leaves)
         self.register_buffer("columns", as_buffer(columns.reshape(-1)))
         self.register_buffer("thresholds", as_buffer(thresholds[:, :, None]))
         self.register_buffer("paths", as_buffer(paths))
         self.register_buffer("left_turns", as_buffer(left_turns[:, :, None]))
         self.register_buffer("values", as_buffer(values))
+        if self.has_linear:
+            self._init_linear(ens, node_of_leaf_slot.reshape(-1))
+            self.register_buffer("leaf_slot_base", torch.arange(T, dtype=torch.int64) * n_leaves)
         if self.has_categorical:
             self.register_buffer("categorical_slots", as_buffer(categorical_slots, np.int64))
             self.register_buffer("category_rows", as_buffer(
@@ -100,4 +105,7 @@ class GemmTrees(TreeStrategyBase):
                 0, self.categorical_slots, cat_left).view(T, n_internal, n)
         reached = (torch.bmm(self.paths, decisions) == self.left_turns).to(self.values.dtype)
         per_tree = torch.bmm(self.values, reached)  # (T, W, rows)
+        if self.has_linear:
+            slots = reached.argmax(dim=1).t() + self.leaf_slot_base  # (rows, T)
+            return self.sum_outputs(self.linear_leaves(x, slots, per_tree.permute(2, 0, 1)))
         return self.sum_outputs(per_tree.permute(2, 0, 1))

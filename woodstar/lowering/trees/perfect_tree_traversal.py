@@ -83,6 +83,8 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("columns", as_buffer(columns.reshape(-1)))
         self.register_buffer("thresholds", as_buffer(thresholds.reshape(-1)))
         self.register_buffer("leaf_values", as_buffer(ens.leaf_value[leaves.reshape(-1)], np.float64))
+        if self.has_linear:
+            self._init_linear(ens, leaves.reshape(-1))
         if self.has_categorical:
             self.register_buffer("node_is_categorical", as_buffer(
                 (~filler & ens.is_categorical[safe]).reshape(-1)))
@@ -99,4 +101,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
                 cat_left = self.category_goes_left(values, self.category_rows[node])
                 go_left = torch.where(self.node_is_categorical[node], cat_left, go_left)
             slot = 2 * slot + 2 - go_left.to(torch.int64)
+        if self.has_linear:
+            leaf = self.leaf_base + slot
+            return self.sum_outputs(self.linear_leaves(x, leaf, self.leaf_values[leaf]))
         return self.sum_outputs(self.leaf_values[self.leaf_base + slot])

@@ -50,6 +50,8 @@ class TreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("thresholds", as_buffer(thresholds[order]))
         self.register_buffer("rights", as_buffer(new_right, np.int64))
         self.register_buffer("leaf_values", as_buffer(ens.leaf_value[order], np.float64))
+        if self.has_linear:
+            self._init_linear(ens, order)
         if self.has_categorical:
             self.register_buffer("node_is_categorical", as_buffer(ens.is_categorical[order] & ~is_leaf))
             self.register_buffer("category_rows", as_buffer(self.category_row_of_node[order]))
@@ -64,4 +66,6 @@ class TreeTraversalTrees(TreeStrategyBase):
                 cat_left = self.category_goes_left(values, self.category_rows[node])
                 go_left = torch.where(self.node_is_categorical[node], cat_left, go_left)
             node = self.rights[node] - go_left.to(torch.int64)
+        if self.has_linear:
+            return self.sum_outputs(self.linear_leaves(x, node, self.leaf_values[node]))
         return self.sum_outputs(self.leaf_values[node])

@@ -1,0 +1,291 @@
+"""XGBoost models -> TreeEnsemble IR, read from the JSON model (``save_raw("json")``).
+
+What XGBoost 3.x does at predict time, and how each piece lands in the IR:
+
+* numerical split ``x < split_condition`` on the float32 value: comparison LT,
+  input_precision float32. A missing value (NaN, or the estimator's ``missing`` value
+  as the IR's ``missing_range``) follows ``default_left``.
+* categorical split (``split_type`` 1): the node's listed categories go *right*;
+  every other valid category, and invalid ones (negative, beyond the set), go left.
+  The IR sends its set left and the rest right, so children and default side are
+  swapped; the "nonnegative" categorical rule is XGBoost's ``x >= 0, c = int(x)``. A
+  model fitted on pandas categories stores their values (``cats``) and XGBoost
+  re-codes a DataFrame to them; the IR lists the values (integer categories only),
+  so a NumPy array given to such a model must hold values, not codes.
+* leaves: ``split_conditions`` (learning rate applied); vector leaves of
+  ``multi_strategy="multi_output_tree"`` from ``leaf_weights``; DART trees scaled by
+  ``weight_drop``; ``booster="gblinear"`` is one single-leaf tree per output whose
+  leaf is the linear model (IR linear leaves, missing features skipped, as XGBoost
+  does); ``tree_info`` says which output a tree feeds; a random forest's
+  parallel trees are summed, as XGBoost does.
+* base score: ``learner_model_param.base_score`` (a vector for multi-class and
+  multi-target models) is in output space and turned into a margin by the
+  objective's link (logit, log or identity), in float32 as XGBoost does.
+* the trees used: the sklearn wrapper's ``best_iteration`` when early stopping set
+  one (what its ``predict`` uses), else all; a raw ``Booster`` uses all.
+
+XGBoost sums margins in float32; woodstar's float32 route does too, its float64 route
+sums in double: both within float32 rounding of XGBoost's own outputs.
+Container methods: ``predict``/``predict_proba`` as the estimator, and
+``decision_function`` = ``predict(output_margin=True)``; for a raw Booster ``predict``
+is ``Booster.predict(DMatrix(X))``.
+"""
+
+import json
+
+import numpy as np
+
+from ..exceptions import MissingConverter, NotFittedError, unsupported_message
+from ..ir import Head, ModelIR
+from ..ir.builder import EnsembleBuilder, bitset_words
+from ..ir.tree_ensemble import LT
+from .registry import register_frontend
+
+__all__ = ["from_xgboost", "SUPPORTED_XGBOOST", "OBJECTIVES"]
+
+SUPPORTED_XGBOOST = ">=2.0,<4"
+
+# objective -> (link from base_score to margin, post-transform for Booster.predict)
+OBJECTIVES = {
+    "binary:logistic": ("logit", "sigmoid"),
+    "binary:logitraw": ("identity", "identity"),
+    "binary:hinge": ("identity", "step"),
+    "multi:softprob": ("identity", "softmax"),
+    "multi:softmax": ("identity", "argmax"),
+    "reg:squarederror": ("identity", "identity"),
+    "reg:squaredlogerror": ("identity", "identity"),
+    "reg:logistic": ("logit", "sigmoid"),
+    "reg:pseudohubererror": ("identity", "identity"),
+    "reg:absoluteerror": ("identity", "identity"),
+    "reg:quantileerror": ("identity", "identity"),
+    "count:poisson": ("log", "exp"),
+    "reg:gamma": ("log", "exp"),
+    "reg:tweedie": ("log", "exp"),
+    "rank:pairwise": ("identity", "identity"),
+    "rank:ndcg": ("identity", "identity"),
+    "rank:map": ("identity", "identity"),
+}
+# What XGBClassifier.predict_proba reports for a one-margin model.
+_BINARY_PROBA = {"sigmoid": "sigmoid_binary", "identity": "identity_binary", "step": "step_binary"}
+
+
+def _versions():
+    import xgboost
+
+    return (("xgboost", xgboost.__version__),)
+
+
+def _floats(text):
+    """'[5E-1,2E-1]' or '5E-1' -> float32 array."""
+    text = str(text).strip()
+    if text.startswith("["):
+        text = text[1:-1]
+    return np.asarray([float(v) for v in text.split(",") if v.strip()], dtype=np.float32)
+
+
+def _margin(base, link):
+    base = np.asarray(base, dtype=np.float32)
+    with np.errstate(divide="ignore"):
+        if link == "logit":
+            return -np.log(np.float32(1.0) / base - np.float32(1.0))
+        if link == "log":
+            return np.log(base)
+    return base
+
+
+def _category_values(learner, n_features, owner):
+    """Per feature, the value of each category code (None: code == value)."""
+    values = [None] * n_features
+    cats = learner["gradient_booster"].get("model", {}).get("cats") or \
+        learner["gradient_booster"].get("gbtree", {}).get("model", {}).get("cats") or {}
+    for feature, enc in enumerate(cats.get("enc", [])[:n_features]):
+        if not enc.get("values"):
+            continue
+        if enc.get("offsets"):
+            raise MissingConverter(unsupported_message(
+                owner, f"categorical feature {feature} with string categories",
+                "strings", "integer categories (encode them as integers before fitting)"))
+        categories = np.asarray(enc["values"])
+        if categories.dtype.kind not in "biuf" or not np.all(
+                (categories >= 0) & (categories == np.trunc(categories)) & (categories < 2**24)):
+            raise MissingConverter(unsupported_message(
+                owner, f"categorical feature {feature} with categories", categories[:5].tolist(),
+                "non-negative integer categories"))
+        values[feature] = categories.astype(np.int64)
+    return values
+
+
+def _add_tree(builder, tree, output_start, width, scale, category_values, missing_is_range):
+    left = np.asarray(tree["left_children"], dtype=np.int64)
+    right = np.asarray(tree["right_children"], dtype=np.int64)
+    n = len(left)
+    is_leaf = left < 0
+    feature = np.asarray(tree["split_indices"], dtype=np.int64)
+    threshold = np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)
+    default_left = np.asarray(tree["default_left"], dtype=bool).copy()
+    if width == 1:
+        leaf = np.where(is_leaf, threshold, 0.0).reshape(n, 1)
+    else:  # vector leaves: a leaf's right child is its row in leaf_weights
+        weights = np.asarray(tree["leaf_weights"], dtype=np.float32).reshape(-1, width)
+        leaf = np.zeros((n, width))
+        leaf[is_leaf] = weights[right[is_leaf]]
+        right = np.where(is_leaf, -1, right)
+    if scale != 1.0:
+        leaf = (leaf.astype(np.float32) * np.float32(scale)).astype(np.float64)
+    categories = {}
+    split_type = np.asarray(tree.get("split_type", np.zeros(n)), dtype=np.int64)
+    segments = dict(zip(tree.get("categories_nodes", []),
+                        zip(tree.get("categories_segments", []), tree.get("categories_sizes", []))))
+    all_categories = np.asarray(tree.get("categories", []), dtype=np.int64)
+    for node in np.flatnonzero((split_type == 1) & ~is_leaf):
+        start, size = segments.get(int(node), (0, 0))
+        codes = all_categories[start:start + size]
+        f = int(feature[node])
+        if category_values[f] is not None:
+            codes = category_values[f][codes[codes < len(category_values[f])]]
+        # XGBoost sends the listed categories right: swap so the IR's set goes left.
+        left[node], right[node] = right[node], left[node]
+        default_left[node] = not default_left[node]
+        categories[int(node)] = bitset_words(codes) if len(codes) else np.zeros(1, np.uint32)
+    builder.add_tree(feature=feature, threshold=threshold, left=np.where(is_leaf, -1, left),
+                     right=right, default_left=default_left, leaf_value=leaf, comparison=LT,
+                     output_start=output_start, categories=categories,
+                     missing_in_range=missing_is_range)
+
+
+def _iteration_trees(booster_json, n_iterations, owner):
+    """(trees, tree_info, per-tree DART weight) of the first n_iterations."""
+    name = booster_json["name"]
+    if name not in ("gbtree", "dart"):
+        raise MissingConverter(unsupported_message(owner, "booster", name,
+                                                   "gbtree, dart, gblinear"))
+    model = booster_json["gbtree"]["model"] if name == "dart" else booster_json["model"]
+    trees, info = model["trees"], model["tree_info"]
+    weights = booster_json.get("weight_drop") if name == "dart" else None
+    weights = np.ones(len(trees)) if weights is None else np.asarray(weights, dtype=np.float32)
+    indptr = model.get("iteration_indptr")
+    if n_iterations is not None and indptr is not None:
+        stop = indptr[min(n_iterations, len(indptr) - 1)]
+        trees, info, weights = trees[:stop], info[:stop], weights[:stop]
+    return trees, info, weights
+
+
+def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
+                 classes=None):
+    """The IR of an XGBoost JSON model (a dict). ``kind``: "classifier",
+    "regressor", "ranker" or "booster"."""
+    learner = model_json["learner"]
+    objective = learner["objective"]["name"]
+    if objective not in OBJECTIVES:
+        raise MissingConverter(unsupported_message(estimator, "objective", objective,
+                                                   sorted(OBJECTIVES)))
+    link = OBJECTIVES[objective][0]
+    params = learner["learner_model_param"]
+    n_features = int(params["num_feature"])
+    n_classes = int(params.get("num_class", 0))
+    n_outputs = max(n_classes, int(params.get("num_target", 1)), 1)
+    base = _floats(params["base_score"])
+    if len(base) == 1 and n_outputs > 1:
+        base = np.repeat(base, n_outputs)
+    base = _margin(base, link).astype(np.float64)
+    missing = float(missing)
+    has_range = not np.isnan(missing)
+    if learner["gradient_booster"]["name"] == "gblinear":
+        ensemble = _gblinear(learner["gradient_booster"]["model"], n_features, n_outputs, base,
+                             has_range, estimator)
+    else:
+        ensemble = _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations,
+                                  estimator)
+    transform = OBJECTIVES[objective][1]
+    if kind == "classifier" and n_outputs == 1:
+        transform = _BINARY_PROBA[transform]
+    elif kind == "classifier" and transform == "argmax":
+        transform = "softmax"  # XGBClassifier reports softmax probabilities here too
+    ensemble = ensemble.replace(post_transform=transform).validate()
+    names = learner.get("feature_names") or None
+    common = dict(estimator=estimator, n_features=n_features,
+                  feature_names=tuple(names) if names else None, library_versions=_versions())
+    if kind == "classifier":
+        head = Head(task="classification", methods=("predict", "predict_proba", "decision_function"),
+                    classes=(np.asarray(classes),), decision_rule="argmax", **common)
+    else:
+        head = Head(task="ranking" if kind == "ranker" else "regression",
+                    methods=("predict", "decision_function"), **common)
+    return ModelIR(head, ensemble).validate()
+
+
+def _gblinear(model, n_features, n_outputs, base, has_range, owner):
+    """One single-leaf tree per output whose leaf is the linear model: XGBoost adds
+    ``bias + sum w * x`` over the present features (a missing one is skipped)."""
+    if has_range:
+        raise MissingConverter(unsupported_message(
+            owner, "missing with booster='gblinear'", "a value other than NaN", "missing=NaN"))
+    # XGBoost 3.x's gblinear adds the first entry of a vector base score to every
+    # output (found by the parity tests); do the same.
+    base = np.full(n_outputs, base[0])
+    weights = np.asarray(model["weights"], dtype=np.float32).astype(np.float64)
+    weights = weights.reshape(n_features + 1, n_outputs)
+    builder = EnsembleBuilder(1)
+    for k in range(n_outputs):
+        terms = (np.concatenate([[-1], np.arange(n_features)]),
+                 np.concatenate([[weights[n_features, k]], weights[:n_features, k]]))
+        builder.add_tree(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+                         leaf_value=[0.0], output_start=k, linear={0: terms})
+    return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base,
+                         input_precision="float32", linear_missing="skip")
+
+
+def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, estimator):
+    has_range = not np.isnan(missing)
+    trees, info, weights = _iteration_trees(learner["gradient_booster"], n_iterations, estimator)
+    if not trees:
+        raise MissingConverter(unsupported_message(
+            estimator, "a model with", "no trees", "models with at least one boosting round"))
+    width = int(trees[0]["tree_param"].get("size_leaf_vector", "1"))
+    width = max(width, 1)
+    category_values = _category_values(learner, n_features, estimator)
+    builder = EnsembleBuilder(width)
+    for tree, output, weight in zip(trees, info, weights):
+        _add_tree(builder, tree, 0 if width > 1 else int(output), width, float(weight),
+                  category_values, has_range)
+    fields = dict(input_precision="float32", categorical_rule="nonnegative")
+    if has_range:
+        fields["missing_range"] = (missing, missing)
+    return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base, **fields)
+
+
+def _booster_json(booster):
+    return json.loads(bytes(booster.save_raw("json")).decode("utf-8"))
+
+
+_KINDS = {"XGBClassifier": "classifier", "XGBRFClassifier": "classifier",
+          "XGBRegressor": "regressor", "XGBRFRegressor": "regressor", "XGBRanker": "ranker"}
+
+
+@register_frontend("xgboost", *_KINDS)
+def _xgb_sklearn(model, options):
+    owner = type(model).__name__
+    if not model.__sklearn_is_fitted__():
+        raise NotFittedError(
+            f"Cannot convert {owner}: the model is not fitted; call fit() before convert().")
+    booster = model.get_booster()
+    best = getattr(booster, "best_iteration", None) if "best_iteration" in booster.attributes() \
+        else None
+    kind = _KINDS[owner]
+    missing = np.nan if model.missing is None else model.missing
+    model_ir = ir_from_json(_booster_json(booster), owner, kind, missing=missing,
+                            n_iterations=None if best is None else int(best) + 1,
+                            classes=getattr(model, "classes_", None))
+    return model_ir
+
+
+@register_frontend("xgboost", "Booster")
+def _xgb_booster(model, options):
+    return ir_from_json(_booster_json(model), "Booster", "booster")
+
+
+def from_xgboost(model, options=None):
+    """The IR of a fitted XGBoost model (sklearn wrapper or Booster)."""
+    if type(model).__name__ == "Booster":
+        return _xgb_booster(model, options)
+    return _xgb_sklearn(model, options)

@@ -1,0 +1,107 @@
+"""torch.compile: the lowered module compiled by Inductor.
+
+* No recompile per batch size: the batch dimension is marked dynamic on every call,
+  and batches of one row are padded to two (a size-1 dimension would otherwise be
+  specialised and compiled a second time).
+* Each converted model gets its own code object to compile, so converting many models
+  in one process never reaches dynamo's per-function recompile limit (past it dynamo
+  silently falls back to eager).
+* Threads: Inductor's CPU kernels fix their OpenMP thread count when they are
+  generated, from ``torch.get_num_threads()``; compilation and every call run under
+  ``n_threads`` (the global setting is restored afterwards).
+* The model is compiled at convert time (one warm-up call), so errors surface there.
+* There is no portable artifact: ``save`` stores the IR, and ``load`` compiles again.
+"""
+
+import itertools
+import shutil
+import types
+
+import torch
+
+from ._base import Runner, to_numpy
+from ._threads import torch_threads
+from .registry import register_backend
+
+__all__ = ["TorchCompileBackend"]
+
+_COUNTER = itertools.count()
+
+
+def _own_forward(module):
+    """``module``'s forward behind a function whose code object is this model's alone."""
+
+    def forward(x):
+        return module(x)
+
+    code = forward.__code__.replace(co_name=f"woodstar_forward_{next(_COUNTER)}")
+    return types.FunctionType(code, forward.__globals__, code.co_name, None, forward.__closure__)
+
+
+class CompiledRunner(Runner):
+    def __init__(self, module, options, device):
+        super().__init__(module.to(device), options, device)
+        self._compiled = torch.compile(_own_forward(self.module), backend="inductor",
+                                       fullgraph=True, dynamic=None)
+        example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+        self.run_tensor(example)  # compile now
+
+    @property
+    def model(self):
+        return self._compiled
+
+    def run_tensor(self, x):
+        n = x.shape[0]
+        if n == 1:
+            x = torch.cat([x, x])
+        x = x.to(self.device)
+        torch._dynamo.mark_dynamic(x, 0)
+        with torch_threads(self.options.n_threads), torch.inference_mode():
+            raw, transformed = self._compiled(x)
+        return raw[:n], transformed[:n]
+
+    def __call__(self, X):
+        raw, transformed = self.run_tensor(torch.from_numpy(X))
+        return to_numpy(raw), to_numpy(transformed)
+
+    def to(self, device):
+        return CompiledRunner(self.module, self.options, device)
+
+
+def c_compiler():
+    """The C++ compiler Inductor would use, or None."""
+    try:
+        from torch._inductor import config
+
+        cxx = config.cpp.cxx[-1] if isinstance(config.cpp.cxx, tuple) else config.cpp.cxx
+    except Exception:  # noqa: BLE001  (an internal moved: fall back to the usual name)
+        cxx = "g++"
+    for name in (cxx, "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@register_backend
+class TorchCompileBackend:
+    name = "torch.compile"
+    aliases = ("inductor",)
+    artifact_name = None  # compiled again from the IR on load
+    devices = ("cpu", "cuda")
+
+    @staticmethod
+    def is_available():
+        if not hasattr(torch, "compile"):
+            return False, f"torch {torch.__version__} has no torch.compile: pip install 'torch>=2.2'"
+        if c_compiler() is None:
+            return False, ("Inductor needs a C++ compiler on PATH (g++ or clang++): "
+                           "install one, e.g. apt-get install g++")
+        return True, ""
+
+    @staticmethod
+    def compile(module, example, options, device):
+        return CompiledRunner(module, options, device)
+
+    @staticmethod
+    def load_artifact(module, data, options, device):
+        return CompiledRunner(module, options, device)

@@ -1,0 +1,183 @@
+"""ONNX: the lowered module exported to an ONNX model and run by ONNX Runtime.
+
+Export uses torch's default exporter (``torch.onnx.export(..., dynamo=True)``, built on
+``torch.export``) with a dynamic batch dimension, in memory: nothing is written to the
+working directory. If that exporter fails, the TorchScript-based exporter
+(``dynamo=False``) is tried before giving up; ``exporter`` on the runner says which
+one produced the model.
+
+Threads: ONNX Runtime's setting is per session (``SessionOptions.intra_op_num_threads``),
+so ``n_threads`` never changes anything process-wide.
+
+onnx, onnxruntime and onnxscript are imported only inside these functions.
+"""
+
+import contextlib
+import importlib.util
+import io
+import logging
+import warnings
+
+import numpy as np
+import torch
+
+from ..exceptions import MissingBackend
+from ._base import Runner, cuda_index
+from .registry import register_backend
+
+__all__ = ["OnnxBackend", "export_onnx"]
+
+INSTALL = "pip install 'woodstar[onnx]' (onnx, onnxruntime, onnxscript)"
+DEFAULT_INPUT_NAMES = ("input_0",)
+DEFAULT_OUTPUT_NAMES = ("raw", "transformed")
+
+
+def _missing():
+    return [name for name in ("onnx", "onnxruntime", "onnxscript")
+            if importlib.util.find_spec(name) is None]
+
+
+@contextlib.contextmanager
+def _quiet_exporter():
+    """The exporter logs about optional torchvision ops and warns about deprecations
+    that are not the user's business; silence them for the duration of the export."""
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._export",
+                                               "onnxscript")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _names(options):
+    inputs = options.input_names or DEFAULT_INPUT_NAMES
+    outputs = options.output_names or DEFAULT_OUTPUT_NAMES
+    if len(inputs) != 1:
+        raise MissingBackend(
+            f"Backend 'onnx': input_names needs exactly 1 name for a tree model (got {list(inputs)}).")
+    if len(outputs) != 2:
+        raise MissingBackend(
+            f"Backend 'onnx': output_names needs 2 names (raw scores, transformed scores) "
+            f"(got {list(outputs)}).")
+    return list(inputs), list(outputs)
+
+
+def export_onnx(module, options):
+    """The ``onnx.ModelProto`` of ``module`` (CPU export; the batch dimension is
+    dynamic) and the name of the exporter that produced it."""
+    import onnx
+
+    input_names, output_names = _names(options)
+    module = module.to("cpu")
+    example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    errors = []
+    model = None
+    with _quiet_exporter():
+        try:
+            program = torch.onnx.export(
+                module, (example,), dynamo=True, input_names=input_names,
+                output_names=output_names, opset_version=options.onnx_target_opset,
+                dynamic_shapes=({0: torch.export.Dim("batch")},), external_data=False, verbose=False,
+                report=False, verify=False, optimize=True)
+            model, exporter = program.model_proto, "dynamo"
+        except Exception as error:  # noqa: BLE001  (any exporter failure: try the other one)
+            errors.append(f"dynamo exporter: {type(error).__name__}: {error}")
+        if model is None:
+            try:
+                buffer = io.BytesIO()
+                torch.onnx.export(
+                    module, (example,), buffer, dynamo=False, input_names=input_names,
+                    output_names=output_names, opset_version=options.onnx_target_opset or 17,
+                    dynamic_axes={name: {0: "batch"} for name in input_names + output_names})
+                model, exporter = onnx.load_from_string(buffer.getvalue()), "torchscript"
+            except Exception as error:  # noqa: BLE001
+                errors.append(f"TorchScript exporter: {type(error).__name__}: {error}")
+    if model is None:
+        raise MissingBackend("Backend 'onnx' could not export the model: " + " | ".join(errors))
+    model.graph.name = options.onnx_model_name or "woodstar"
+    return model, exporter
+
+
+def _session(model_bytes, options, device):
+    import onnxruntime as ort
+
+    session_options = ort.SessionOptions()
+    session_options.log_severity_level = 3
+    if options.n_threads is not None:
+        session_options.intra_op_num_threads = options.n_threads
+        session_options.inter_op_num_threads = 1
+    if torch.device(device).type == "cuda":
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise MissingBackend(
+                "Backend 'onnx' on CUDA needs ONNX Runtime's CUDA provider; this onnxruntime "
+                f"has {ort.get_available_providers()}: pip install onnxruntime-gpu")
+        providers = [("CUDAExecutionProvider", {"device_id": cuda_index(device)}),
+                     "CPUExecutionProvider"]
+    else:
+        providers = ["CPUExecutionProvider"]
+    return ort.InferenceSession(model_bytes, sess_options=session_options, providers=providers)
+
+
+class OnnxRunner(Runner):
+    def __init__(self, module, options, device, model=None, exporter="loaded"):
+        super().__init__(module, options, device)
+        if model is None:
+            model, exporter = export_onnx(module, options)
+        self.exporter = exporter
+        self._model = model
+        self._bytes = model.SerializeToString()
+        self.session = _session(self._bytes, options, device)
+        self._input_name = self.session.get_inputs()[0].name
+
+    @property
+    def model(self):
+        return self._model
+
+    def __call__(self, X):
+        raw, transformed = self.session.run(None, {self._input_name: X})
+        return np.asarray(raw), np.asarray(transformed)
+
+    def to(self, device):
+        return OnnxRunner(self.module, self.options, device, self._model, self.exporter)
+
+
+@register_backend
+class OnnxBackend:
+    name = "onnx"
+    aliases = ()
+    artifact_name = "model.onnx"
+    devices = ("cpu", "cuda")
+
+    @staticmethod
+    def is_available():
+        missing = _missing()
+        if missing:
+            return False, f"{', '.join(missing)} not installed: {INSTALL}"
+        return True, ""
+
+    @staticmethod
+    def library_versions():
+        import onnx
+        import onnxruntime
+
+        return {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+
+    @staticmethod
+    def compile(module, example, options, device):
+        return OnnxRunner(module, options, device)
+
+    @staticmethod
+    def save_artifact(runner):
+        return runner._bytes
+
+    @staticmethod
+    def load_artifact(module, data, options, device):
+        import onnx
+
+        return OnnxRunner(module, options, device, model=onnx.load_from_string(data))

@@ -14,7 +14,10 @@
 """
 
 import itertools
+import os
 import shutil
+import subprocess
+import tempfile
 import types
 
 import torch
@@ -82,6 +85,22 @@ def c_compiler():
     return None
 
 
+def compiler_works(compiler, timeout=60):
+    """Compile and link a two-line C++ program in a temporary folder: (ok, error)."""
+    with tempfile.TemporaryDirectory(prefix="woodstar-cc-") as directory:
+        source = os.path.join(directory, "probe.cpp")
+        with open(source, "w") as f:
+            f.write("#include <cmath>\nint main() { return std::isnan(0.0) ? 1 : 0; }\n")
+        try:
+            result = subprocess.run([compiler, source, "-o", os.path.join(directory, "probe")],
+                                    capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return False, f"{type(error).__name__}: {error}"
+        if result.returncode != 0:
+            return False, (result.stderr or result.stdout).strip()[-500:]
+        return True, None
+
+
 @register_backend
 class TorchCompileBackend:
     name = "torch.compile"
@@ -97,6 +116,12 @@ class TorchCompileBackend:
             return False, ("Inductor needs a C++ compiler on PATH (g++ or clang++): "
                            "install one, e.g. apt-get install g++")
         return True, ""
+
+    @staticmethod
+    def details():
+        compiler = c_compiler()
+        works, error = compiler_works(compiler) if compiler else (False, "no compiler")
+        return {"c_compiler": compiler, "c_compiler_works": works, "c_compiler_error": error}
 
     @staticmethod
     def compile(module, example, options, device):

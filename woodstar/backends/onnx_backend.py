@@ -162,6 +162,17 @@ class OnnxBackend:
         return True, ""
 
     @staticmethod
+    def details():
+        """For ``woodstar backends``: versions and ONNX Runtime's providers."""
+        import onnx
+        import onnxruntime as ort
+        import onnxscript
+
+        return {"onnx": onnx.__version__, "onnxruntime": ort.__version__,
+                "onnxscript": onnxscript.__version__,
+                "providers": list(ort.get_available_providers())}
+
+    @staticmethod
     def library_versions():
         import onnx
         import onnxruntime

@@ -101,7 +101,50 @@ def export_onnx(module, options):
     if model is None:
         raise MissingBackend("Backend 'onnx' could not export the model: " + " | ".join(errors))
     model.graph.name = options.onnx_model_name or "woodstar"
-    return model, exporter
+    return _widen_bool_where(model), exporter
+
+
+def _elem_types(model):
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    graph = inferred.graph
+    types = {t.name: t.data_type for t in graph.initializer}
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        types[value.name] = value.type.tensor_type.elem_type
+    return types
+
+
+def _widen_bool_where(model):
+    """ONNX Runtime has no CPU kernel for ``Where`` on booleans (the lowered modules
+    select between two decisions with it): compute those in uint8 and cast back.
+    Same values, every runtime; the model is changed in place."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    if not any(n.op_type == "Where" for n in model.graph.node):
+        return model
+    types = _elem_types(model)
+    nodes = []
+    for i, node in enumerate(model.graph.node):
+        if node.op_type != "Where" or types.get(node.output[0]) != TensorProto.BOOL:
+            nodes.append(node)
+            continue
+        condition, x, y = node.input
+        out = node.output[0]
+        prefix = f"woodstar_bool_where_{i}"
+        nodes.append(helper.make_node("Cast", [x], [f"{prefix}_x"], to=TensorProto.UINT8,
+                                      name=f"{prefix}_cast_x"))
+        nodes.append(helper.make_node("Cast", [y], [f"{prefix}_y"], to=TensorProto.UINT8,
+                                      name=f"{prefix}_cast_y"))
+        nodes.append(helper.make_node("Where", [condition, f"{prefix}_x", f"{prefix}_y"],
+                                      [f"{prefix}_out"], name=f"{prefix}_where"))
+        nodes.append(helper.make_node("Cast", [f"{prefix}_out"], [out], to=TensorProto.BOOL,
+                                      name=f"{prefix}_cast_out"))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.checker.check_model(model)
+    return model
 
 
 def _session(model_bytes, options, device):

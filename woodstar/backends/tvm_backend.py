@@ -47,29 +47,48 @@ def _target(device):
     return tvm.target.Target("llvm"), tvm.cpu(0)
 
 
-def _replace_infinite_fills(program):
-    """TVM's legalisation of ``full`` rejects an infinite or NaN fill value (its dtype
-    check fails); write ``full(+-inf)`` as ``+-log(full(0))`` instead."""
+def _make_tvm_friendly(program):
+    """Rewrite the few ATen calls TVM 0.27's frontend cannot take into equivalent ones:
+
+    * ``full(+-inf)``: its legalisation rejects an infinite fill value -> ``+-log(full(0))``;
+    * ``exp2(x)``: not translated -> ``pow(2, x)``;
+    * ``index_put(data, [rows], values)`` on a 2-D ``data`` (``index_copy`` of whole rows):
+      TVM wants one index per dimension -> ``[rows[:, None], arange(n_columns)[None, :]]``.
+    """
+    aten = torch.ops.aten
     graph = program.graph_module.graph
     changed = False
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not torch.ops.aten.full.default:
+        if node.op != "call_function":
             continue
-        value = node.args[1]
-        if not (isinstance(value, float) and math.isinf(value)):
+        replacement = None
+        if node.target is aten.full.default and isinstance(node.args[1], float) \
+                and math.isinf(node.args[1]):
+            with graph.inserting_before(node):
+                zero = graph.call_function(aten.full.default, (node.args[0], 0.0), dict(node.kwargs))
+                replacement = graph.call_function(aten.log.default, (zero,))
+                if node.args[1] > 0:
+                    replacement = graph.call_function(aten.neg.default, (replacement,))
+        elif node.target is aten.exp2.default:
+            with graph.inserting_before(node):
+                replacement = graph.call_function(aten.pow.Scalar, (2.0, node.args[0]))
+        elif node.target is aten.index_put.default and len(node.args[1]) == 1 \
+                and node.args[1][0] is not None and node.args[0].meta["val"].dim() == 2 \
+                and node.args[1][0].meta["val"].dim() == 1:
+            data, (rows,), values = node.args[:3]
+            accumulate = node.args[3] if len(node.args) > 3 else False
+            with graph.inserting_before(node):
+                rows_2d = graph.call_function(aten.unsqueeze.default, (rows, 1))
+                n_columns = graph.call_function(aten.sym_size.int, (data, 1))
+                columns = graph.call_function(aten.arange.default, (n_columns,),
+                                              {"dtype": torch.int64})
+                columns_2d = graph.call_function(aten.unsqueeze.default, (columns, 0))
+                replacement = graph.call_function(
+                    aten.index_put.default, (data, [rows_2d, columns_2d], values, accumulate))
+        if replacement is None:
             continue
-        with graph.inserting_after(node):
-            zero = graph.call_function(torch.ops.aten.full.default, (node.args[0], 0.0),
-                                       dict(node.kwargs))
-        with graph.inserting_after(zero):
-            log = graph.call_function(torch.ops.aten.log.default, (zero,))
-        last = log
-        if value > 0:
-            with graph.inserting_after(log):
-                last = graph.call_function(torch.ops.aten.neg.default, (log,))
-        for new in (zero, log, last):
-            new.meta = dict(node.meta)
-        node.replace_all_uses_with(last)
+        replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
         graph.erase_node(node)
         changed = True
     if changed:
@@ -102,7 +121,7 @@ def compile_tvm(module, options, device):
         program = torch.export.export(module, (example,),
                                       dynamic_shapes=({0: torch.export.Dim("batch")},))
         program = program.run_decompositions()
-        program = _replace_infinite_fills(program)
+        program = _make_tvm_friendly(program)
         ir_module = from_exported_program(program, keep_params_as_input=False,
                                           custom_convert_map=_CUSTOM_OPS)
     target, _ = _target(device)

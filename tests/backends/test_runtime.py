@@ -294,3 +294,39 @@ def test_tvm_max_fuse_depth_and_padding(sk_models, rng):
         np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows),
                                    rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+
+
+@onnx_only
+def test_onnx_never_returns_a_model_that_differs_from_eager(sk_models, monkeypatch):
+    from woodstar.backends import onnx_backend
+
+    model, _ = sk_models["rf"]
+    monkeypatch.setattr(onnx_backend, "_verify",
+                        lambda proto, module: "its raw output differs from Torch eager")
+    with pytest.raises(MissingBackend, match="dynamo exporter: its raw output differs.*"
+                                             "TorchScript exporter: its raw output differs"):
+        woodstar.convert(model, "onnx")
+
+
+@onnx_only
+def test_onnx_falls_back_to_the_torchscript_exporter(sk_models, monkeypatch, rng):
+    from woodstar.backends import onnx_backend
+
+    real = torch.onnx.export
+
+    def dynamo_fails(*args, **kwargs):
+        if kwargs.get("dynamo", True):
+            raise RuntimeError("simulated exporter failure")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", dynamo_fails)
+    model, X = sk_models["gb"]
+    try:
+        converted = woodstar.convert(model, "onnx")
+    except MissingBackend as error:  # the fallback may fail its check; it must say so
+        assert "simulated exporter failure" in str(error) and "TorchScript exporter" in str(error)
+        return
+    assert converted._programs["float32"].exporter == "torchscript"
+    rows = inputs_for(model, X, rng)
+    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)
+    assert onnx_backend  # the module under test

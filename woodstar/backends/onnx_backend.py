@@ -2,9 +2,13 @@
 
 Export uses torch's default exporter (``torch.onnx.export(..., dynamo=True)``, built on
 ``torch.export``) with a dynamic batch dimension, in memory: nothing is written to the
-working directory. If that exporter fails, the TorchScript-based exporter
-(``dynamo=False``) is tried before giving up; ``exporter`` on the runner says which
-one produced the model.
+working directory. Every exported model is run once by ONNX Runtime on a check batch
+and compared with the eager module. If the default exporter fails or its model
+differs, the TorchScript-based exporter (``dynamo=False``) is tried (and checked the
+same way) before giving up; ``exporter`` on the runner says which one produced the
+model. (With torch 2.13 the TorchScript exporter cannot export ``trunc``, used by
+categorical splits, and gave wrong answers for HistGradientBoosting in a trial: the
+check is what keeps such a model from being returned.)
 
 Threads: ONNX Runtime's setting is per session (``SessionOptions.intra_op_num_threads``),
 so ``n_threads`` never changes anything process-wide.
@@ -68,6 +72,37 @@ def _names(options):
     return list(inputs), list(outputs)
 
 
+def _first_lines(error, limit=400):
+    """Exporter errors can carry a whole graph dump: keep the start."""
+    text = str(error).strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _check_batch(module):
+    """Rows that exercise NaN routing and more than one batch size's worth of rows."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=2.0, size=(7, module.n_features))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[:, :1] = np.round(X[:, :1])  # integral values: valid category codes, too
+    return X.astype(np.dtype(module.dtype_name))
+
+
+def _verify(model, module):
+    """None when ONNX Runtime reproduces the eager module on a check batch, else why not."""
+    import onnxruntime as ort
+
+    X = _check_batch(module)
+    with torch.inference_mode():
+        expected = [t.numpy() for t in module(torch.from_numpy(X))]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: X})
+    tol = 1e-5 if module.dtype_name == "float32" else 1e-10
+    for name, a, b in zip(("raw", "transformed"), got, expected):
+        if a.shape != b.shape or not np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True):
+            return f"its {name} output differs from Torch eager on a check batch"
+    return None
+
+
 def export_onnx(module, options):
     """The ``onnx.ModelProto`` of ``module`` (CPU export; the batch dimension is
     dynamic) and the name of the exporter that produced it."""
@@ -85,9 +120,13 @@ def export_onnx(module, options):
                 output_names=output_names, opset_version=options.onnx_target_opset,
                 dynamic_shapes=({0: torch.export.Dim("batch")},), external_data=False, verbose=False,
                 report=False, verify=False, optimize=True)
-            model, exporter = program.model_proto, "dynamo"
+            model, exporter = _widen_bool_where(program.model_proto), "dynamo"
+            problem = _verify(model, module)
+            if problem:
+                errors.append(f"dynamo exporter: {problem}")
+                model = None
         except Exception as error:  # noqa: BLE001  (any exporter failure: try the other one)
-            errors.append(f"dynamo exporter: {type(error).__name__}: {error}")
+            errors.append(f"dynamo exporter: {type(error).__name__}: {_first_lines(error)}")
         if model is None:
             try:
                 buffer = io.BytesIO()
@@ -95,13 +134,18 @@ def export_onnx(module, options):
                     module, (example,), buffer, dynamo=False, input_names=input_names,
                     output_names=output_names, opset_version=options.onnx_target_opset or 17,
                     dynamic_axes={name: {0: "batch"} for name in input_names + output_names})
-                model, exporter = onnx.load_from_string(buffer.getvalue()), "torchscript"
+                model = _widen_bool_where(onnx.load_from_string(buffer.getvalue()))
+                exporter = "torchscript"
+                problem = _verify(model, module)
+                if problem:
+                    errors.append(f"TorchScript exporter: {problem}")
+                    model = None
             except Exception as error:  # noqa: BLE001
-                errors.append(f"TorchScript exporter: {type(error).__name__}: {error}")
+                errors.append(f"TorchScript exporter: {type(error).__name__}: {_first_lines(error)}")
     if model is None:
         raise MissingBackend("Backend 'onnx' could not export the model: " + " | ".join(errors))
     model.graph.name = options.onnx_model_name or "woodstar"
-    return _widen_bool_where(model), exporter
+    return model, exporter
 
 
 def _elem_types(model):

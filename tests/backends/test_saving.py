@@ -279,3 +279,20 @@ def test_save_leaves_no_temporary_files(string_label_hgb, tmp_path):
     model, _ = string_label_hgb
     woodstar.convert(model).save(tmp_path / "m.zip")
     assert os.listdir(tmp_path) == ["m.zip"]
+
+
+def test_torchscript_saved_on_another_device_is_traced_again(saved, monkeypatch):
+    """A trace keeps its device in constants; when the loaded trace does not reproduce
+    the eager module on the target device, load traces again instead of failing."""
+    from woodstar.backends import torchscript_backend
+
+    monkeypatch.setattr(torchscript_backend, "_same_as_eager", lambda *args: False)
+    traced = []
+    real_trace = torchscript_backend.trace
+    monkeypatch.setattr(torchscript_backend, "trace",
+                        lambda *a: traced.append(1) or real_trace(*a))
+    loaded = woodstar.load(saved)
+    assert traced  # traced again
+    reference = woodstar.load(saved)
+    X = np.random.default_rng(0).normal(size=(20, 5))
+    np.testing.assert_array_equal(loaded.predict_proba(X), reference.predict_proba(X))

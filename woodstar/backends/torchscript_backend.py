@@ -68,5 +68,24 @@ class TorchScriptBackend:
     def load_artifact(module, data, options, device):
         # TorchScript archives are read by TorchScript's own restricted C++ unpickler,
         # which resolves only TorchScript types, never Python globals.
-        traced = torch.jit.load(io.BytesIO(data), map_location=torch.device(device))
+        device = torch.device(device)
+        traced = torch.jit.load(io.BytesIO(data), map_location=device)
+        if not _same_as_eager(traced, module, device):
+            # A trace keeps the device it was made on in its constants (tensors created
+            # inside forward): a model saved on another device is traced again here.
+            traced = None
         return TorchScriptRunner(module, options, device, traced=traced)
+
+
+def _same_as_eager(traced, module, device):
+    example = torch.zeros((3, module.n_features), dtype=module.trees.compute_dtype)
+    example[1] = float("nan")
+    example[2] = torch.arange(module.n_features, dtype=example.dtype)
+    example = example.to(device)
+    try:
+        with torch.inference_mode():
+            got = traced(example)
+            expected = module.to(device)(example)
+    except RuntimeError:
+        return False
+    return all(torch.equal(a, b) for a, b in zip(got, expected))

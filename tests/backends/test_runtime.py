@@ -330,3 +330,15 @@ def test_onnx_falls_back_to_the_torchscript_exporter(sk_models, monkeypatch, rng
     rows = inputs_for(model, X, rng)
     np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)
     assert onnx_backend  # the module under test
+
+
+@pytest.mark.parametrize("name", ["torch", "torch.jit", "onnx"])
+def test_to_cpu_keeps_answers(name, sk_models, rng):
+    if not _ALIASES[name].is_available()[0]:
+        pytest.skip(f"{name} not available")
+    model, X = sk_models["gb"]
+    converted = woodstar.convert(model, name)
+    rows = inputs_for(model, X, rng)
+    before = converted.predict_proba(rows)
+    assert converted.to("cpu") is converted and converted.device == torch.device("cpu")
+    np.testing.assert_array_equal(converted.predict_proba(rows), before)

@@ -27,16 +27,15 @@ import os
 import tempfile
 import warnings
 
-import numpy as np
 import torch
 
-from ..exceptions import MissingBackend
 from ._base import Runner, cuda_index
 from .registry import register_backend
 
 __all__ = ["TvmBackend"]
 
-INSTALL = "pip install 'woodstar[tvm]' (apache-tvm>=0.20)"
+INSTALL = ("pip install 'woodstar[tvm]' (tested with apache-tvm==0.27.0.post1 and "
+           "apache-tvm-ffi==0.1.14.post0)")
 
 
 def _target(device):

@@ -342,3 +342,14 @@ def test_to_cpu_keeps_answers(name, sk_models, rng):
     before = converted.predict_proba(rows)
     assert converted.to("cpu") is converted and converted.device == torch.device("cpu")
     np.testing.assert_array_equal(converted.predict_proba(rows), before)
+
+
+@onnx_only
+def test_onnx_opset_below_the_exporters_minimum_is_honoured(sk_models, rng):
+    """torch's dynamo exporter writes opset 18 at least; an older target is reached by
+    ONNX's version converter or the TorchScript exporter, never silently ignored."""
+    model, X = sk_models["rf"]
+    converted = woodstar.convert(model, "onnx", extra_config={"onnx_target_opset": 13})
+    assert {o.domain: o.version for o in converted.model.opset_import}[""] == 13
+    rows = inputs_for(model, X, rng)
+    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)

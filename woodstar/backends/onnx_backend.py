@@ -103,6 +103,31 @@ def _verify(model, module):
     return None
 
 
+def _opset(model):
+    return {o.domain: o.version for o in model.opset_import}.get("", None)
+
+
+def _checked(name, model, module, target, errors):
+    """``model`` at the target opset (converted when the exporter chose another one),
+    with boolean Where widened and checked against eager; None (and the reason in
+    ``errors``) when it cannot be had."""
+    import onnx
+
+    if target is not None and _opset(model) != target:
+        try:
+            model = onnx.version_converter.convert_version(model, target)
+        except Exception as error:  # noqa: BLE001  (the converter raises many kinds)
+            errors.append(f"{name}: wrote opset {_opset(model)}; converting it to opset "
+                          f"{target} failed ({type(error).__name__}: {_first_lines(error, 200)})")
+            return None
+    model = _widen_bool_where(model)
+    problem = _verify(model, module)
+    if problem:
+        errors.append(f"{name}: {problem}")
+        return None
+    return model
+
+
 def export_onnx(module, options):
     """The ``onnx.ModelProto`` of ``module`` (CPU export; the batch dimension is
     dynamic) and the name of the exporter that produced it."""
@@ -111,20 +136,18 @@ def export_onnx(module, options):
     input_names, output_names = _names(options)
     module = module.to("cpu")
     example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    target = options.onnx_target_opset
     errors = []
     model = None
     with _quiet_exporter():
         try:
             program = torch.onnx.export(
                 module, (example,), dynamo=True, input_names=input_names,
-                output_names=output_names, opset_version=options.onnx_target_opset,
-                dynamic_shapes=({0: torch.export.Dim("batch")},), external_data=False, verbose=False,
-                report=False, verify=False, optimize=True)
-            model, exporter = _widen_bool_where(program.model_proto), "dynamo"
-            problem = _verify(model, module)
-            if problem:
-                errors.append(f"dynamo exporter: {problem}")
-                model = None
+                output_names=output_names, opset_version=target,
+                dynamic_shapes=({0: torch.export.Dim("batch")},), external_data=False,
+                verbose=False, report=False, verify=False, optimize=True)
+            model = _checked("dynamo exporter", program.model_proto, module, target, errors)
+            exporter = "dynamo"
         except Exception as error:  # noqa: BLE001  (any exporter failure: try the other one)
             errors.append(f"dynamo exporter: {type(error).__name__}: {_first_lines(error)}")
         if model is None:
@@ -132,14 +155,11 @@ def export_onnx(module, options):
                 buffer = io.BytesIO()
                 torch.onnx.export(
                     module, (example,), buffer, dynamo=False, input_names=input_names,
-                    output_names=output_names, opset_version=options.onnx_target_opset or 17,
+                    output_names=output_names, opset_version=target or 17,
                     dynamic_axes={name: {0: "batch"} for name in input_names + output_names})
-                model = _widen_bool_where(onnx.load_from_string(buffer.getvalue()))
+                model = _checked("TorchScript exporter", onnx.load_from_string(buffer.getvalue()),
+                                 module, target, errors)
                 exporter = "torchscript"
-                problem = _verify(model, module)
-                if problem:
-                    errors.append(f"TorchScript exporter: {problem}")
-                    model = None
             except Exception as error:  # noqa: BLE001
                 errors.append(f"TorchScript exporter: {type(error).__name__}: {_first_lines(error)}")
     if model is None:

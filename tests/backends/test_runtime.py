@@ -272,13 +272,20 @@ def test_torch_compile_does_not_recompile_for_new_batch_sizes(sk_models, rng):
                                        rtol=1e-6, atol=1e-6)
 
 
-def test_each_compiled_model_has_its_own_code_object():
+def test_compiled_models_share_code_only_with_the_same_structure(sk_models):
     from woodstar.backends.compile_backend import _own_forward
 
-    a, b = _own_forward(torch.nn.Identity()), _own_forward(torch.nn.Identity())
-    assert a.__code__ is not b.__code__ and a.__code__.co_name != b.__code__.co_name
-    x = torch.ones(2)
-    assert torch.equal(a(x), x)
+    def lowered(name, strategy, depth=None):
+        model, _ = sk_models[name]
+        converted = woodstar.convert(model, "torch", extra_config={"tree_implementation": strategy})
+        return converted._programs["float32"].module
+
+    a, b = _own_forward(lowered("rf", "gemm")), _own_forward(lowered("rf", "gemm"))
+    c, d = _own_forward(lowered("rf", "tree_trav")), _own_forward(lowered("gb", "gemm"))
+    assert a.__code__ is b.__code__
+    assert len({id(a.__code__), id(c.__code__), id(d.__code__)}) == 3
+    x = torch.zeros((3, 6))
+    assert torch.equal(a(x)[1], lowered("rf", "gemm")(x)[1])
 
 
 # ------------------------------------------------------------------------ TVM

@@ -3,9 +3,10 @@
 * No recompile per batch size: the batch dimension is marked dynamic on every call,
   and batches of one row are padded to two (a size-1 dimension would otherwise be
   specialised and compiled a second time).
-* Each converted model gets its own code object to compile, so converting many models
-  in one process never reaches dynamo's per-function recompile limit (past it dynamo
-  silently falls back to eager).
+* Converted models share a code object to compile only with models of the same
+  structure, so many models in one process never reach dynamo's per-function
+  recompile limit (past it dynamo silently falls back to eager), while same-shaped
+  models reuse one compiled graph.
 * Threads: Inductor's CPU kernels fix their OpenMP thread count when they are
   generated, from ``torch.get_num_threads()``; compilation and every call run under
   ``n_threads`` (the global setting is restored afterwards).
@@ -29,15 +30,36 @@ from .registry import register_backend
 __all__ = ["TorchCompileBackend"]
 
 _COUNTER = itertools.count()
+_CODE_BY_STRUCTURE = {}
+
+
+def _structure(module):
+    """What a compiled graph depends on besides tensor values: the strategy, buffer
+    shapes and dtypes, and the modules' plain attributes (depth, counts, flags)."""
+    parts = [type(module.trees).__name__]
+    parts += [(name, tuple(b.shape), str(b.dtype)) for name, b in module.named_buffers()]
+    for name, sub in module.named_modules():
+        for key, value in sorted(vars(sub).items()):
+            if not key.startswith("_") and isinstance(value, (bool, int, float, str, tuple)):
+                parts.append((name, key, value))
+    return repr(parts)
 
 
 def _own_forward(module):
-    """``module``'s forward behind a function whose code object is this model's alone."""
+    """``module``'s forward behind a function whose code object is shared only by
+    models of the same structure. Dynamo caches compiled graphs per code object and,
+    past ``recompile_limit`` (8) entries, silently runs new ones eagerly; with one code
+    object per structure, same-shaped models reuse a graph (buffers are graph inputs)
+    and differently shaped ones never crowd each other out."""
 
     def forward(x):
         return module(x)
 
-    code = forward.__code__.replace(co_name=f"woodstar_forward_{next(_COUNTER)}")
+    key = _structure(module)
+    code = _CODE_BY_STRUCTURE.get(key)
+    if code is None:
+        code = forward.__code__.replace(co_name=f"woodstar_forward_{next(_COUNTER)}")
+        _CODE_BY_STRUCTURE[key] = code
     return types.FunctionType(code, forward.__globals__, code.co_name, None, forward.__closure__)
 
 

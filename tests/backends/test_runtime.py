@@ -360,3 +360,41 @@ def test_onnx_opset_below_the_exporters_minimum_is_honoured(sk_models, rng):
     assert {o.domain: o.version for o in converted.model.opset_import}[""] == 13
     rows = inputs_for(model, X, rng)
     np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)
+
+
+def test_registering_an_incomplete_backend_names_what_is_missing():
+    from woodstar.backends import register_backend
+
+    class HalfDone:
+        name, aliases, devices, artifact_name = "half", (), ("cpu",), "model.bin"
+
+        @staticmethod
+        def is_available():
+            return True, ""
+
+        @staticmethod
+        def compile(module, example, options, device):
+            return None
+
+        @staticmethod
+        def load_artifact(module, data, options, device):
+            return None
+
+    with pytest.raises(TypeError, match="backend HalfDone needs `save_artifact`"):
+        register_backend(HalfDone)
+    assert "half" not in all_backends()
+
+
+def test_registering_a_second_backend_under_a_taken_name_is_refused():
+    from woodstar.backends import register_backend
+
+    class Impostor:
+        name, aliases, devices, artifact_name = "impostor", ("onnx",), ("cpu",), None
+        is_available = staticmethod(lambda: (True, ""))
+        compile = staticmethod(lambda *a: None)
+        load_artifact = staticmethod(lambda *a: None)
+
+    with pytest.raises(ValueError, match="a backend named 'onnx' is already registered"):
+        register_backend(Impostor)
+    with pytest.raises(MissingBackend, match="Unknown backend 'impostor'"):
+        get_backend("impostor")  # nothing half-registered

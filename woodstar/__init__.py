@@ -1,8 +1,9 @@
 """Woodstar compiles trained traditional ML models into fast, exact tensor programs."""
 
 from . import constants, exceptions
-from ._convert import convert
+from ._convert import convert, convert_batch
+from ._saving import load
 
 __version__ = "0.1.0"
 
-__all__ = ["convert", "constants", "exceptions", "__version__"]
+__all__ = ["convert", "convert_batch", "load", "constants", "exceptions", "__version__"]

@@ -20,19 +20,22 @@ class ConvertedModel:
     """Base of every container; subclasses add the estimator's methods."""
 
     def __init__(self, model_ir: ModelIR, backend_cls, options: Options, device="cpu"):
+        self._init(model_ir, backend_cls, options, device, {})
+        self._program(self._default_precision())  # fail at convert time, not first call
+
+    def _init(self, model_ir, backend_cls, options, device, programs):
         self.ir = model_ir
         self.backend = backend_cls.name
         self._backend_cls = backend_cls
         self.options = options
         self.device = torch.device(device)
-        self._programs = {}
+        self._programs = programs
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
             self.feature_names_in_ = np.asarray(head.feature_names, dtype=object)
         if head.classes is not None:
             self.classes_ = head.classes[0] if len(head.classes) == 1 else list(head.classes)
-        self._program(self._default_precision())  # fail at convert time, not first call
 
     # ---------------------------------------------------------------- programs
     def _default_precision(self):
@@ -51,14 +54,17 @@ class ConvertedModel:
             return "float64"
         return "float32"
 
+    def _lower(self, precision):
+        ens = self.ir.ensemble
+        strategy = choose_strategy(ens, self.options.tree_implementation, precision,
+                                   self.options.memory_budget_bytes, self.ir.head.estimator)
+        return lower_tree_ensemble(ens, strategy, precision)
+
     def _program(self, precision):
         program = self._programs.get(precision)
         if program is None:
-            ens = self.ir.ensemble
-            strategy = choose_strategy(ens, self.options.tree_implementation, precision,
-                                       self.options.memory_budget_bytes, self.ir.head.estimator)
-            module = lower_tree_ensemble(ens, strategy, precision)
-            example = torch.zeros((1, ens.n_features), dtype=module.trees.compute_dtype)
+            module = self._lower(precision)
+            example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
             program = self._backend_cls.compile(module, example, self.options, self.device)
             self._programs[precision] = program
         return program
@@ -74,10 +80,19 @@ class ConvertedModel:
         return self._programs[self._default_precision()].model
 
     def to(self, device):
-        device = _checked_device(device)
+        """Move every program to ``device`` ("cpu", "cuda", "cuda:N"); returns self."""
+        device = _checked_device(device, self._backend_cls)
         self._programs = {p: program.to(device) for p, program in self._programs.items()}
         self.device = device
         return self
+
+    def save(self, path):
+        """Write a zip: JSON manifest, IR arrays (.npy, no pickle), backend artifacts.
+        ``woodstar.load(path)`` reads it back; see docs/backends.md for the format."""
+        from ._saving import save
+
+        save(self, path)
+        return path
 
     def __repr__(self):
         return (f"{type(self).__name__}({self.ir.head.estimator}, backend={self.backend!r}, "
@@ -98,14 +113,20 @@ class ConvertedModel:
         program = self._program(precision)
         n = X.shape[0]
         step = self._rows_per_batch(precision, n)
-        if n <= step:
-            raw, transformed = program(torch.from_numpy(X))
-            return raw.cpu().numpy(), transformed.cpu().numpy()
+        pad = self.options.tvm_pad_input and self.options.batch_size is not None
+        if n <= step and not (pad and n < step):
+            return program(X)
         raw_parts, transformed_parts = [], []
         for start in range(0, n, step):
-            raw, transformed = program(torch.from_numpy(X[start:start + step]))
-            raw_parts.append(raw.cpu().numpy())
-            transformed_parts.append(transformed.cpu().numpy())
+            batch = X[start:start + step]
+            rows = batch.shape[0]
+            if pad and rows < step:
+                # Hummingbird's tvm_pad_prediction_inputs: a short batch is padded with
+                # zero rows to the batch size; the padding's outputs are dropped.
+                batch = np.concatenate([batch, np.zeros((step - rows, X.shape[1]), X.dtype)])
+            raw, transformed = program(batch)
+            raw_parts.append(raw[:rows])
+            transformed_parts.append(transformed[:rows])
         return np.concatenate(raw_parts), np.concatenate(transformed_parts)
 
     def _labels(self, raw, proba):
@@ -125,12 +146,19 @@ class ConvertedModel:
         return classes.take(np.argmax(proba, axis=1))
 
 
-def _checked_device(device):
+def _checked_device(device, backend_cls=None):
     device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {str(device)!r} was asked for, but CUDA is not available here.")
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device {str(device)!r} is not supported; use 'cpu' or 'cuda[:N]'.")
+    if backend_cls is not None and device.type not in getattr(backend_cls, "devices", ("cpu",)):
+        raise ValueError(
+            f"backend {backend_cls.name!r} runs on {', '.join(backend_cls.devices)}; "
+            f"got device {str(device)!r}.")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r} was asked for, but CUDA is not available here.")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(device)!r} was asked for, but there are only "
+                         f"{torch.cuda.device_count()} CUDA device(s).")
     return device
 
 
@@ -192,5 +220,14 @@ def _container_class(head):
     return _CONTAINER_CLASSES[key]
 
 
-def make_container(model_ir: ModelIR, backend_cls, options: Options, device) -> ConvertedModel:
-    return _container_class(model_ir.head)(model_ir, backend_cls, options, _checked_device(device))
+def make_container(model_ir: ModelIR, backend_cls, options: Options, device,
+                   programs=None) -> ConvertedModel:
+    """The container for ``model_ir``; ``programs`` (precision -> runner) are ready-made
+    ones, e.g. loaded from a file; the others are built when first needed."""
+    cls = _container_class(model_ir.head)
+    device = _checked_device(device, backend_cls)
+    if programs:
+        container = cls.__new__(cls)
+        container._init(model_ir, backend_cls, options, device, dict(programs))
+        return container
+    return cls(model_ir, backend_cls, options, device)

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidModelError",
     "CorruptedFileError",
     "NotFittedError",
+    "VersionMismatchWarning",
     "unsupported_message",
 ]
 
@@ -50,3 +51,7 @@ def unsupported_message(owner, what, value, choices):
 
 class NotFittedError(WoodstarError, ValueError):
     """The model handed to ``convert`` has not been fitted."""
+
+
+class VersionMismatchWarning(UserWarning):
+    """A saved model was written with other library versions than the ones loading it."""

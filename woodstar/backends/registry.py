@@ -9,14 +9,21 @@ _ALIASES = {}
 
 
 def register_backend(cls):
-    """Class decorator. A backend has ``name``, ``aliases``, ``is_available()`` and
-    ``compile(module, example, options, device)``."""
-    for attribute in ("name", "aliases", "is_available", "compile"):
+    """Class decorator. A backend has ``name``, ``aliases``, ``is_available()``,
+    ``compile(module, example, options, device)``, ``devices``, and for save/load
+    ``artifact_name``, ``load_artifact(...)`` and, when it has an artifact,
+    ``save_artifact(runner)`` (see ``backends/_base.py``)."""
+    required = ["name", "aliases", "is_available", "compile", "devices", "artifact_name",
+                "load_artifact"]
+    if getattr(cls, "artifact_name", None) is not None:
+        required.append("save_artifact")
+    for attribute in required:
         if not hasattr(cls, attribute):
             raise TypeError(f"backend {cls.__name__} needs `{attribute}`")
-    for alias in (cls.name, *cls.aliases):
+    for alias in (cls.name, *cls.aliases):  # check every name before registering any
         if alias in _ALIASES and _ALIASES[alias] is not cls:
             raise ValueError(f"a backend named {alias!r} is already registered")
+    for alias in (cls.name, *cls.aliases):
         _ALIASES[alias] = cls
     _BACKENDS[cls.name] = cls
     return cls

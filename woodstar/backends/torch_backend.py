@@ -2,27 +2,33 @@
 
 import torch
 
+from ._base import Runner, to_numpy
 from ._threads import torch_threads
 from .registry import register_backend
 
 __all__ = ["TorchBackend", "TorchRunner"]
 
 
-class TorchRunner:
-    """Runs a lowered module on one device; input and output are torch tensors."""
+class TorchRunner(Runner):
+    """Runs a ``torch.nn.Module``-like callable on one device under the options'
+    thread setting (restored afterwards)."""
 
-    def __init__(self, module, options, device):
-        self.module = module.to(device)
-        self.options = options
-        self.device = torch.device(device)
+    def __init__(self, module, options, device, model=None):
+        device = torch.device(device)
+        super().__init__(module.to(device), options, device)
+        self._model = self.module if model is None else model
 
     @property
     def model(self):
-        return self.module
+        return self._model
 
-    def __call__(self, x: torch.Tensor):
+    def run_tensor(self, x: torch.Tensor):
         with torch_threads(self.options.n_threads), torch.inference_mode():
-            return self.module(x.to(self.device, non_blocking=True))
+            return self._model(x.to(self.device, non_blocking=True))
+
+    def __call__(self, X):
+        raw, transformed = self.run_tensor(torch.from_numpy(X))
+        return to_numpy(raw), to_numpy(transformed)
 
     def to(self, device):
         return TorchRunner(self.module, self.options, device)
@@ -32,6 +38,8 @@ class TorchRunner:
 class TorchBackend:
     name = "torch"
     aliases = ("pytorch",)
+    artifact_name = None  # rebuilt from the IR on load
+    devices = ("cpu", "cuda")
 
     @staticmethod
     def is_available():
@@ -39,4 +47,8 @@ class TorchBackend:
 
     @staticmethod
     def compile(module, example, options, device):
+        return TorchRunner(module, options, device)
+
+    @staticmethod
+    def load_artifact(module, data, options, device):
         return TorchRunner(module, options, device)

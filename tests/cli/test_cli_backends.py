@@ -1,0 +1,77 @@
+"""``woodstar backends``: text and JSON reports, schema as documented."""
+
+import json
+
+import pytest
+
+from woodstar.backends import all_backends
+from woodstar.cli import main
+
+
+def _report(capsys, *extra):
+    assert main(["backends", "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_report_follows_the_schema(capsys):
+    report = _report(capsys)
+    assert report["schema_version"] == 1
+    assert {"woodstar", "python", "platform", "torch", "cuda", "backends"} <= set(report)
+    assert {"version", "build", "cuda_build", "num_threads"} <= set(report["torch"])
+    assert {"available", "reason", "device_count", "devices", "smoke"} <= set(report["cuda"])
+    names = [b["name"] for b in report["backends"]]
+    assert names == sorted(all_backends())
+    for entry in report["backends"]:
+        assert {"name", "aliases", "available", "reason", "devices", "cuda_usable", "details"} <= set(entry)
+        assert entry["available"] == (entry["reason"] is None), entry
+    torch_entry = next(b for b in report["backends"] if b["name"] == "torch")
+    assert torch_entry["available"] and "pytorch" in torch_entry["aliases"]
+
+
+def test_unavailable_backend_says_what_to_install(capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n == "onnxruntime" else real(n, *a))
+    report = _report(capsys)
+    onnx = next(b for b in report["backends"] if b["name"] == "onnx")
+    assert not onnx["available"] and "pip install 'woodstar[onnx]'" in onnx["reason"]
+
+
+def test_no_cuda_gives_a_reason_and_smoke_is_skipped(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here; scripts/cuda_checks.py covers it")
+    report = _report(capsys, "--cuda-smoke")
+    assert report["cuda"]["available"] is False and report["cuda"]["reason"]
+    assert report["cuda"]["smoke"] is None
+
+
+def test_probe_never_touches_cuda_without_smoke(capsys, monkeypatch):
+    import torch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a tensor was put on CUDA")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", refuse)
+    monkeypatch.setattr(torch, "arange", refuse)
+    _report(capsys)
+
+
+def test_text_report(capsys):
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    assert "torch " in out and "backends:" in out
+    for name in all_backends():
+        assert name in out
+
+
+def test_broken_c_compiler_makes_torch_compile_unavailable(capsys, monkeypatch):
+    from woodstar.backends import compile_backend
+
+    monkeypatch.setattr(compile_backend, "compiler_works", lambda c, timeout=60: (False, "ld: boom"))
+    report = _report(capsys)
+    entry = next(b for b in report["backends"] if b["name"] == "torch.compile")
+    assert not entry["available"] and "ld: boom" in entry["reason"]

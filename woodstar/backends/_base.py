@@ -1,0 +1,47 @@
+"""What every backend shares: the runner protocol and device handling.
+
+A backend is a class registered with ``register_backend`` that has ``name``,
+``aliases``, ``is_available() -> (bool, reason)``, ``compile(module, example,
+options, device) -> runner`` and, for ``save``/``load``, ``artifact_name`` (``None``
+when the artifact is rebuilt from the IR), ``save_artifact(runner) -> bytes`` and
+``load_artifact(module, data, options, device) -> runner``.
+
+A runner takes a C-contiguous NumPy batch of the program's dtype and returns
+``(raw, transformed)`` as NumPy arrays; it has ``module`` (the lowered
+``TreeEnsembleModule``), ``model`` (the backend's own object) and ``to(device)``.
+"""
+
+import numpy as np
+import torch
+
+__all__ = ["Runner", "to_numpy", "cuda_index"]
+
+
+def to_numpy(t):
+    if isinstance(t, np.ndarray):
+        return t
+    return t.detach().cpu().numpy()
+
+
+def cuda_index(device) -> int:
+    device = torch.device(device)
+    return device.index if device.index is not None else 0
+
+
+class Runner:
+    """Base for runners: keeps the lowered module, options and device."""
+
+    def __init__(self, module, options, device):
+        self.module = module
+        self.options = options
+        self.device = torch.device(device)
+
+    @property
+    def model(self):
+        return self.module
+
+    def __call__(self, X: np.ndarray):
+        raise NotImplementedError
+
+    def to(self, device):
+        raise NotImplementedError

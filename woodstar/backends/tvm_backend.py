@@ -1,0 +1,225 @@
+"""Apache TVM (Relax): ``torch.export`` -> ``from_exported_program`` -> ``tvm.compile``
+-> ``relax.VirtualMachine``.
+
+* The batch dimension is a symbolic ``torch.export.Dim`` without an upper bound, so
+  one compiled library serves every batch size.
+* ``tvm_max_fuse_depth``: the most operators Relax's ``FuseOps`` puts into one fused
+  kernel (PassContext config ``relax.FuseOps.max_depth``; TVM's default is 256).
+  Smaller values give more, smaller kernels and shorter compile times.
+* ``tvm_pad_prediction_inputs``: with a batch size (``batch_size`` or
+  ``convert_batch``), a short last batch is padded with zero rows to the full batch
+  size and the padding's outputs are dropped, as Hummingbird's TVM backend does. The
+  compiled program takes any batch size, so this is needed only to run every call at
+  one shape (steady timings).
+* Threads: TVM's CPU thread pool is process-wide (``TVM_NUM_THREADS`` or the runtime's
+  ``config_threadpool``); TVM has no per-call setting and no way to read the current
+  one back, so ``n_threads`` is applied when the pool is configured, before the first
+  run, and stays in effect for the process. The torch setting is not touched.
+* The saved artifact is the compiled shared library (``export_library``); loading it
+  loads native code, so load TVM models only from files you trust, like any library.
+
+tvm is imported only inside these functions.
+"""
+
+import importlib.util
+import math
+import os
+import tempfile
+import warnings
+
+import torch
+
+from ._base import Runner, cuda_index
+from .registry import register_backend
+
+__all__ = ["TvmBackend"]
+
+INSTALL = ("pip install 'woodstar[tvm]' (tested with apache-tvm==0.27.0.post1 and "
+           "apache-tvm-ffi==0.1.14.post0)")
+
+
+def _target(device):
+    import tvm
+
+    if torch.device(device).type == "cuda":
+        return tvm.target.Target("cuda"), tvm.cuda(cuda_index(device))
+    return tvm.target.Target("llvm"), tvm.cpu(0)
+
+
+def _make_tvm_friendly(program):
+    """Rewrite the few ATen calls TVM 0.27's frontend cannot take into equivalent ones:
+
+    * ``full(+-inf)``: its legalisation rejects an infinite fill value -> ``+-log(full(0))``;
+    * ``exp2(x)``: not translated -> ``pow(2, x)``;
+    * ``index_put(data, [rows], values)`` on a 2-D ``data`` (``index_copy`` of whole rows):
+      TVM wants one index per dimension -> ``[rows[:, None], arange(n_columns)[None, :]]``.
+    """
+    aten = torch.ops.aten
+    graph = program.graph_module.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        replacement = None
+        if node.target is aten.full.default and isinstance(node.args[1], float) \
+                and math.isinf(node.args[1]):
+            with graph.inserting_before(node):
+                zero = graph.call_function(aten.full.default, (node.args[0], 0.0), dict(node.kwargs))
+                replacement = graph.call_function(aten.log.default, (zero,))
+                if node.args[1] > 0:
+                    replacement = graph.call_function(aten.neg.default, (replacement,))
+        elif node.target is aten.exp2.default:
+            with graph.inserting_before(node):
+                replacement = graph.call_function(aten.pow.Scalar, (2.0, node.args[0]))
+        elif node.target is aten.index_put.default and len(node.args[1]) == 1 \
+                and node.args[1][0] is not None and node.args[0].meta["val"].dim() == 2 \
+                and node.args[1][0].meta["val"].dim() == 1:
+            data, (rows,), values = node.args[:3]
+            accumulate = node.args[3] if len(node.args) > 3 else False
+            with graph.inserting_before(node):
+                rows_2d = graph.call_function(aten.unsqueeze.default, (rows, 1))
+                n_columns = graph.call_function(aten.sym_size.int, (data, 1))
+                columns = graph.call_function(aten.arange.default, (n_columns,),
+                                              {"dtype": torch.int64})
+                columns_2d = graph.call_function(aten.unsqueeze.default, (columns, 0))
+                replacement = graph.call_function(
+                    aten.index_put.default, (data, [rows_2d, columns_2d], values, accumulate))
+        if replacement is None:
+            continue
+        replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        changed = True
+    if changed:
+        graph.lint()
+        program.graph_module.recompile()
+    return program
+
+
+def _matmul_keeping_dtype(node, importer):
+    """TVM's translation of ``bmm``/``mm``/``matmul`` hard-codes a float32 result, which
+    would silently round a float64 program; translate them with the inputs' dtype."""
+    from tvm import relax
+
+    lhs, rhs = importer.env[node.args[0]], importer.env[node.args[1]]
+    return importer.block_builder.emit(relax.op.linear_algebra.matmul(lhs, rhs))
+
+
+_CUSTOM_OPS = {name: _matmul_keeping_dtype for name in ("bmm.default", "mm.default", "matmul.default")}
+
+
+def compile_tvm(module, options, device):
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.torch import from_exported_program
+
+    module = module.to("cpu")
+    example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.export.export(module, (example,),
+                                      dynamic_shapes=({0: torch.export.Dim("batch")},))
+        program = program.run_decompositions()
+        program = _make_tvm_friendly(program)
+        ir_module = from_exported_program(program, keep_params_as_input=False,
+                                          custom_convert_map=_CUSTOM_OPS)
+    target, _ = _target(device)
+    config = {}
+    if options.tvm_max_fuse_depth is not None:
+        config["relax.FuseOps.max_depth"] = options.tvm_max_fuse_depth
+    with tvm.transform.PassContext(opt_level=3, config=config):
+        return tvm.compile(ir_module, target=target)
+
+
+_POOL_THREADS = None
+
+
+def _configure_threads(n_threads):
+    global _POOL_THREADS
+    if n_threads is None or n_threads == _POOL_THREADS:
+        return
+    import tvm
+
+    tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
+    _POOL_THREADS = n_threads
+
+
+class TvmRunner(Runner):
+    def __init__(self, module, options, device, executable=None):
+        super().__init__(module, options, device)
+        from tvm import relax
+
+        self.executable = executable if executable is not None else compile_tvm(module, options, device)
+        _, self._tvm_device = _target(device)
+        self.vm = relax.VirtualMachine(self.executable, self._tvm_device)
+
+    @property
+    def model(self):
+        return self.executable
+
+    def __call__(self, X):
+        import tvm
+
+        _configure_threads(self.options.n_threads)
+        x = tvm.runtime.tensor(X, device=self._tvm_device)
+        raw, transformed = self.vm["main"](x)
+        return raw.numpy(), transformed.numpy()
+
+    def to(self, device):
+        return TvmRunner(self.module, self.options, device)
+
+
+@register_backend
+class TvmBackend:
+    name = "tvm"
+    aliases = ()
+    artifact_name = "model.so"
+    devices = ("cpu", "cuda")
+
+    @staticmethod
+    def is_available():
+        if importlib.util.find_spec("tvm") is None:
+            return False, f"apache-tvm is not installed: {INSTALL}"
+        try:
+            from tvm.relax.frontend.torch import from_exported_program  # noqa: F401
+        except Exception as error:  # noqa: BLE001  (a broken install says why)
+            return False, f"tvm does not import ({type(error).__name__}: {error}): {INSTALL}"
+        return True, ""
+
+    @staticmethod
+    def details():
+        """For ``woodstar backends``: version and which targets this build has (read
+        from the build, without touching a GPU)."""
+        import tvm
+
+        return {"tvm": tvm.__version__,
+                "targets": {t: bool(tvm.runtime.enabled(t)) for t in ("llvm", "cuda")}}
+
+    @staticmethod
+    def library_versions():
+        import tvm
+
+        return {"tvm": tvm.__version__}
+
+    @staticmethod
+    def compile(module, example, options, device):
+        return TvmRunner(module, options, device)
+
+    @staticmethod
+    def save_artifact(runner):
+        with tempfile.TemporaryDirectory(prefix="woodstar-tvm-") as directory:
+            path = os.path.join(directory, "model.so")
+            runner.executable.export_library(path)
+            with open(path, "rb") as f:
+                return f.read()
+
+    @staticmethod
+    def load_artifact(module, data, options, device):
+        import tvm
+
+        with tempfile.TemporaryDirectory(prefix="woodstar-tvm-") as directory:
+            path = os.path.join(directory, "model.so")
+            with open(path, "wb") as f:
+                f.write(data)
+            executable = tvm.runtime.load_module(path)
+        return TvmRunner(module, options, device, executable=executable)

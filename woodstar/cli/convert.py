@@ -1,0 +1,132 @@
+"""``woodstar convert MODEL_FILE --backend NAME --output PATH``: compile a model file
+and save the result (``woodstar.load`` / ``woodstar predict`` read it back).
+
+Model files, by extension unless ``--format`` says otherwise:
+
+* ``.joblib``, ``.pkl``, ``.pickle``: a fitted estimator saved with joblib or pickle.
+  Loading a pickle runs code from the file: use only files you trust.
+* ``.txt`` (LightGBM model text file) -> ``lightgbm.Booster``;
+* ``.json``, ``.ubj`` (XGBoost model) -> ``xgboost.Booster``;
+* ``.cbm`` (CatBoost model) -> ``catboost.CatBoost``;
+* ``.onnx`` (ONNX-ML model) -> ``onnx.ModelProto``.
+
+The loaded object goes to ``woodstar.convert`` unchanged; whether its type is supported
+is the frontends' business, and their error is printed.
+"""
+
+import json
+import os
+import sys
+
+FORMATS = {
+    ".joblib": "pickle", ".pkl": "pickle", ".pickle": "pickle",
+    ".txt": "lightgbm",
+    ".json": "xgboost", ".ubj": "xgboost",
+    ".cbm": "catboost",
+    ".onnx": "onnx",
+}
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "convert", help="convert a saved model file and save the compiled model",
+        description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_file", metavar="MODEL_FILE")
+    parser.add_argument("--backend", required=True,
+                        help="torch, torch.jit, torch.compile, onnx or tvm (aliases accepted)")
+    parser.add_argument("--output", "-o", required=True, help="where to save the compiled model")
+    parser.add_argument("--test-input", metavar="FILE.npy",
+                        help="an example batch (.npy, read without pickle), run once to check")
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values())),
+                        help="the model file's format (default: from its extension)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    parser.add_argument("--extra-config", metavar="JSON", default=None,
+                        help='extra_config as JSON, e.g. \'{"n_threads": 4}\'')
+    parser.set_defaults(handler=run)
+
+
+def _fail(message):
+    print(f"woodstar convert: {message}", file=sys.stderr)
+    return 1
+
+
+def load_model_file(path, fmt):
+    """The library object a model file holds (see the module docstring)."""
+    if fmt == "pickle":
+        try:
+            import joblib
+        except ImportError:
+            import pickle
+
+            with open(path, "rb") as f:
+                return pickle.load(f)  # the user's own, trusted file (see --help)
+        return joblib.load(path)
+    if fmt == "lightgbm":
+        import lightgbm
+
+        return lightgbm.Booster(model_file=path)
+    if fmt == "xgboost":
+        import xgboost
+
+        booster = xgboost.Booster()
+        booster.load_model(path)
+        return booster
+    if fmt == "catboost":
+        import catboost
+
+        model = catboost.CatBoost()
+        model.load_model(path)
+        return model
+    if fmt == "onnx":
+        import onnx
+
+        return onnx.load(path)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+INSTALL_HINT = {"lightgbm": "lightgbm", "xgboost": "xgboost", "catboost": "catboost",
+                "onnx": "onnx", "pickle": "sklearn"}
+
+
+def run(args):
+    import numpy as np
+
+    import woodstar
+    from woodstar.exceptions import WoodstarError
+
+    if not os.path.exists(args.model_file):
+        return _fail(f"{args.model_file}: no such file")
+    fmt = args.format or FORMATS.get(os.path.splitext(args.model_file)[1].lower())
+    if fmt is None:
+        return _fail(f"cannot tell the format of {args.model_file} from its extension; "
+                     f"use --format ({', '.join(sorted(set(FORMATS.values())))})")
+    extra_config = None
+    if args.extra_config:
+        try:
+            extra_config = json.loads(args.extra_config)
+        except json.JSONDecodeError as error:
+            return _fail(f"--extra-config is not valid JSON: {error}")
+    test_input = None
+    if args.test_input:
+        try:
+            test_input = np.load(args.test_input, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            return _fail(f"--test-input {args.test_input}: {error}")
+    try:
+        model = load_model_file(args.model_file, fmt)
+    except ImportError as error:
+        return _fail(f"reading a {fmt} model needs {error.name}: "
+                     f"pip install 'woodstar[{INSTALL_HINT[fmt]}]'")
+    except Exception as error:  # noqa: BLE001  (each library raises its own errors)
+        return _fail(f"{args.model_file} could not be read as a {fmt} model: "
+                     f"{type(error).__name__}: {error}")
+    try:
+        converted = woodstar.convert(model, args.backend, test_input=test_input,
+                                     device=args.device, extra_config=extra_config)
+        if not hasattr(converted, "save"):
+            return _fail("extra_config['container'] = False returns no container to save")
+        converted.save(args.output)
+    except (WoodstarError, ValueError) as error:
+        return _fail(str(error))
+    print(f"saved {converted} to {args.output}")
+    return 0

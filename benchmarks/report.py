@@ -1,0 +1,320 @@
+"""From a results JSON: ``docs/benchmarks.md`` (decision, method, tables, rejected
+candidates), one PNG per model under ``docs/img/`` and the routing table
+``woodstar/lowering/routing_table.json`` that ``woodstar.lowering.routing`` reads."""
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+IMG = DOCS / "img"
+TABLE = ROOT / "woodstar" / "lowering" / "routing_table.json"
+
+__all__ = ["write_all", "routing_table", "winners"]
+
+
+def _ms(seconds):
+    if seconds is None:
+        return "–"
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def _cells(results):
+    """{(model, threads, batch): {candidate: cell}} for timed cells."""
+    out = defaultdict(dict)
+    for c in results["cells"]:
+        if c["status"] == "ok":
+            out[(c["model"], c["threads"], c["batch"])][c["candidate"]] = c
+    return out
+
+
+def winners(results, backend="torch"):
+    """Per (model, threads, batch): woodstar strategies on ``backend`` ranked by median
+    time (the router's own 'auto' choice excluded), fastest first."""
+    out = {}
+    for key, cands in _cells(results).items():
+        ranked = sorted((c["median_s"], c["strategy"]) for c in cands.values()
+                        if c["kind"] == "woodstar" and c["backend"] == backend
+                        and c["strategy"] != "auto")
+        if ranked:
+            out[key] = ranked
+    return out
+
+
+def routing_table(results, backend="torch", device="cpu"):
+    """Depth thresholds per (threads, batch): from the measured models sorted by their
+    deepest tree, consecutive models with the same winner form a region; a boundary is
+    placed only between two measured depths (both sides measured), and each region lists
+    the models that are its evidence. Beyond the deepest measured model the last region
+    holds (marked ``extrapolated_above``)."""
+    models = results["models"]
+    ranked = winners(results, backend)
+    entries = []
+    threads = sorted({k[1] for k in ranked})
+    batches = sorted({k[2] for k in ranked})
+    for t in threads:
+        for b in batches:
+            points = []
+            for (m, tt, bb), order in ranked.items():
+                if tt == t and bb == b and models.get(m, {}).get("woodstar_ir"):
+                    if len(order) < 2:
+                        continue  # a region needs competition to be evidence
+                    points.append((models[m]["max_depth"], m, [s for _, s in order],
+                                   order[1][0] / order[0][0]))
+            if not points:
+                continue
+            points.sort()
+            by_depth = defaultdict(list)
+            for depth, m, order, margin in points:
+                by_depth[depth].append((m, order, margin))
+            regions = []
+            for depth in sorted(by_depth):
+                group = by_depth[depth]
+                # Same depth, different winners: the strategy with the lowest summed rank wins
+                # that depth; the disagreement is recorded.
+                score = defaultdict(int)
+                for _, order, _ in group:
+                    for rank, s in enumerate(order):
+                        score[s] += rank
+                ranking = sorted(score, key=lambda s: (score[s], s))
+                winner = ranking[0]
+                unanimous = all(order[0] == winner for _, order, _ in group)
+                if regions and regions[-1]["strategy"] == winner:
+                    r = regions[-1]
+                    r["depth_max"] = depth
+                    r["evidence"] += [m for m, _, _ in group]
+                    r["unanimous"] = r["unanimous"] and unanimous
+                else:
+                    regions.append({"depth_min": depth, "depth_max": depth, "strategy": winner,
+                                    "ranking": ranking, "evidence": [m for m, _, _ in group],
+                                    "unanimous": unanimous})
+            for lower, upper in zip(regions, regions[1:]):
+                lower["depth_le"] = lower["depth_max"]  # boundary between measured depths
+            regions[-1]["depth_le"] = None
+            regions[-1]["extrapolated_above"] = regions[-1]["depth_max"]
+            entries.append({"device": device, "backend": backend, "threads": t, "batch": b,
+                            "regions": regions})
+    return {
+        "version": 1,
+        "about": ("Written by benchmarks/report.py from measured results; read by "
+                  "woodstar/lowering/routing.py. For a model of max tree depth d, a call of "
+                  "n rows and t threads: the entry with the nearest thread count and the "
+                  "nearest batch (log scale), then the first region with depth_le >= d "
+                  "(depth_le null: no upper bound). 'ranking' orders fallbacks when a "
+                  "strategy refuses the model (memory). Backend is a key so that "
+                  "backend='auto' can be routed from the same table."),
+        "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
+                   "git_commit": results["meta"].get("git_commit"),
+                   "repeats": results["meta"]["repeats"]},
+        "entries": entries,
+    }
+
+
+def _plot(results, model, threads, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = defaultdict(list)
+    for c in results["cells"]:
+        if c["status"] == "ok" and c["model"] == model and c["threads"] == threads:
+            series[c["candidate"]].append((c["batch"], c["median_s"] / c["batch"]))
+    if not series:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        style = "-" if name.startswith("woodstar") else "--"
+        ax.plot([p[0] for p in pts], [p[1] * 1e6 for p in pts], style, marker="o", ms=3,
+                label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (rows)")
+    ax.set_ylabel("time per row (µs), end to end")
+    ax.set_title(f"{model}, {threads} thread(s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def _fmt_ratio(x):
+    return f"{x:.2f}×" if x < 10 else f"{x:.0f}×"
+
+
+def markdown(results, table, plots, results_path):
+    meta = results["meta"]
+    cells = _cells(results)
+    lines = ["# Benchmarks", "",
+             "Generated by `benchmarks/report.py` from "
+             f"`{Path(results_path).resolve().relative_to(ROOT) if Path(results_path).resolve().is_relative_to(ROOT) else results_path}`"
+             "; do not edit by hand.", ""]
+    # ---------------------------------------------------------------- decision
+    lines += ["## Decision", "",
+              "Routing table (`woodstar/lowering/routing_table.json`, torch backend, CPU): for "
+              "each thread count and batch size, the fastest strategy by the deepest tree of "
+              "the model. A boundary sits between two measured depths; past the deepest "
+              "measured model the last region is an extrapolation.", "",
+              "| threads | batch | regions (max depth → strategy; evidence) |", "|---|---|---|"]
+    for e in table["entries"]:
+        parts = []
+        for r in e["regions"]:
+            bound = f"≤{r['depth_le']}" if r["depth_le"] is not None else f"≥{r['depth_min']}"
+            flag = "" if r["unanimous"] else " (split vote)"
+            parts.append(f"{bound} → **{r['strategy']}**{flag} ({', '.join(r['evidence'])})")
+        lines.append(f"| {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
+    lines += ["", "Woodstar against the fastest peer, per model (best woodstar route / best "
+              "peer, median time; below 1 means woodstar is faster):", ""]
+    batches = meta["batches"]
+    lines += ["| model | threads | " + " | ".join(str(b) for b in batches) + " |",
+              "|---|---|" + "---|" * len(batches)]
+    for model in results["models"]:
+        for t in meta["threads"]:
+            row = []
+            for b in batches:
+                cands = cells.get((model, t, b), {})
+                ws = [c["median_s"] for c in cands.values() if c["kind"] == "woodstar"]
+                peers = [(c["median_s"], n) for n, c in cands.items() if c["kind"] == "peer"]
+                if ws and peers:
+                    best_peer = min(peers)
+                    row.append(f"{_fmt_ratio(min(ws) / best_peer[0])} vs {best_peer[1]}")
+                else:
+                    row.append("n/a" if not ws else "–")
+            if any(r != "n/a" for r in row) or True:
+                lines.append(f"| {model} | {t} | " + " | ".join(row) + " |")
+    # ---------------------------------------------------------------- method
+    v = meta["versions"]
+    lines += ["", "## Method", "",
+              f"- Date: {meta['date']}; git commit `{meta.get('git_commit')}`",
+              f"- CPU: {meta['cpu']} ({meta['logical_cpus']} logical CPUs)",
+              "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val),
+              f"- Threads: {meta['threads']} (a dimension of every cell: torch intra-op "
+              "threads for woodstar, `n_jobs`/`num_threads`/`intra_op_num_threads`/`nthread` "
+              "for the peers)",
+              f"- Batch sizes: {batches}; repeats per cell: {meta['repeats']}; each repeat "
+              f"times enough calls to last ≥ {meta['min_time_s'] * 1e3:.0f} ms; candidate order "
+              "shuffled per repeat (interleaved); warm-up calls untimed; median and MAD reported.",
+              "- End to end: float32 NumPy in, `predict_proba` NumPy out; conversion time "
+              "reported separately (build table).",
+              f"- Correctness gate: every candidate's probabilities are compared with the native "
+              f"library's on {''}fresh rows before timing; above {meta['atol']:g} max abs "
+              "difference it is marked wrong and never timed.",
+              "- Memory: peak resident-set growth during one call (psutil, sampled every 0.5 ms), "
+              "batches ≥ 1000.",
+              f"- A candidate whose single call exceeds {meta['max_call_s']} s is not timed at larger "
+              "batches (recorded as skipped).",
+              f"- Environment: {meta.get('env') or '{}'}", ""]
+    lines += ["## Reproduce", "", "```",
+              "PYTHONPATH=. python -m woodstar.cli bench --routing-sweep --report   # full run",
+              "PYTHONPATH=. python -m woodstar.cli bench --quick                    # a few minutes",
+              "PYTHONPATH=. python -m woodstar.cli bench --report-only --out " +
+              f"{Path(results_path).name if False else 'benchmarks/results/full.json'}",
+              "```", f"This report's run: `{meta['command']}`", ""]
+    # ---------------------------------------------------------------- per model
+    lines += ["## Results per model", "",
+              "Median milliseconds per call (± MAD); bold: fastest in the cell.", ""]
+    builds = defaultdict(list)
+    for b in results["builds"]:
+        builds[b["model"]].append(b)
+    for model, info in results["models"].items():
+        lines += [f"### {model}: {info['description']}", ""]
+        if info.get("skipped"):
+            lines += [f"Skipped: {info['skipped']}", ""]
+            continue
+        if info.get("woodstar_ir"):
+            lines += [f"IR: {info['n_trees']} trees, max depth {info['max_depth']} "
+                      f"(mean {info['mean_depth']:.1f}), {info['n_nodes']} nodes, "
+                      f"{info['ir_features']} features.", ""]
+        else:
+            lines += [f"Woodstar: not supported ({info.get('woodstar_reason', '')[:200]}).", ""]
+        for t in meta["threads"]:
+            names = sorted({n for (m, tt, _), cs in cells.items() if m == model and tt == t
+                            for n in cs}, key=lambda n: (not n.startswith("native"), n))
+            if not names:
+                continue
+            lines += [f"{t} thread(s):", "", "| candidate | " + " | ".join(map(str, batches)) + " |",
+                      "|---|" + "---|" * len(batches)]
+            for n in names:
+                row = []
+                for b in batches:
+                    cs = cells.get((model, t, b), {})
+                    c = cs.get(n)
+                    if c is None:
+                        row.append("–")
+                        continue
+                    text = f"{_ms(c['median_s'])} ±{_ms(c['mad_s'])}"
+                    if c["median_s"] == min(x["median_s"] for x in cs.values()):
+                        text = f"**{text}**"
+                    row.append(text)
+                lines.append(f"| {n} | " + " | ".join(row) + " |")
+            lines.append("")
+            if (model, t) in plots:
+                lines += [f"![{model}, {t} thread(s)](img/{plots[(model, t)]})", ""]
+        lines += ["Builds (conversion/compile time, answer check, peak memory at the largest batch):",
+                  "", "| candidate | threads | status | compile s | max abs diff | note |",
+                  "|---|---|---|---|---|---|"]
+        for b in builds[model]:
+            note = (b.get("reason") or b.get("detail") or "")[:160].replace("|", "/").replace("\n", " ")
+            diff = b.get("max_abs_diff")
+            lines.append(f"| {b['candidate']} | {b['threads']} | {b['status']} | "
+                         f"{b.get('compile_s', 0) or 0:.3f} | "
+                         f"{'–' if diff is None else f'{diff:.1e}'} | {note} |")
+        peaks = [(c["candidate"], c["threads"], c["peak_rss_bytes"]) for c in results["cells"]
+                 if c["model"] == model and c["status"] == "ok" and c["batch"] == max(batches)
+                 and c.get("peak_rss_bytes") is not None]
+        if peaks:
+            lines += ["", f"Peak memory growth at batch {max(batches)}: " + ", ".join(
+                f"{n} (t{t}) {p / 2**20:.0f} MiB" for n, t, p in peaks)]
+        skipped = [c for c in results["cells"] if c["model"] == model and c["status"] == "skipped"]
+        if skipped:
+            seen = set()
+            lines += ["", "Not timed:"]
+            for c in skipped:
+                if (c["candidate"], c["threads"]) not in seen:
+                    seen.add((c["candidate"], c["threads"]))
+                    lines.append(f"- {c['candidate']} (t{c['threads']}) from batch {c['batch']}: "
+                                 f"{c['reason'][:200]}")
+        lines.append("")
+    # ---------------------------------------------------------------- rejected
+    lines += ["## Rejected candidates", "",
+              "Each woodstar strategy, where it is not the fastest woodstar route (torch backend): "
+              "the cells it loses and by how much (its time / the winner's).", ""]
+    ranked = winners(results)
+    losses = defaultdict(list)
+    for (m, t, b), order in sorted(ranked.items()):
+        best = order[0][0]
+        for time_s, s in order[1:]:
+            losses[s].append((m, t, b, time_s / best, order[0][1]))
+    for s in sorted(losses):
+        big = [x for x in losses[s] if x[3] >= 1.1]
+        lines.append(f"- **{s}** loses {len(big)} of {len(losses[s]) + sum(1 for o in ranked.values() if o[0][1] == s)} "
+                     "cells by ≥10%: " + "; ".join(
+                         f"{m} t{t} b{b} {_fmt_ratio(r)} (to {w})" for m, t, b, r, w in big[:40])
+                     + (" …" if len(big) > 40 else ""))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_all(results, results_path):
+    DOCS.mkdir(exist_ok=True)
+    IMG.mkdir(exist_ok=True)
+    plots = {}
+    for model in results["models"]:
+        for t in results["meta"]["threads"]:
+            name = f"bench_{model}_t{t}.png"
+            try:
+                if _plot(results, model, t, IMG / name):
+                    plots[(model, t)] = name
+            except ImportError:
+                break
+    table = routing_table(results)
+    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+    md = DOCS / "benchmarks.md"
+    md.write_text(markdown(results, table, plots, results_path))
+    return [md, TABLE] + [IMG / p for p in plots.values()]

@@ -28,7 +28,7 @@ def _models(rng):
     Xn[rng.random(X.shape) < 0.1] = np.nan
     return {
         "rf_binary": (ensemble.RandomForestClassifier(n_estimators=7, max_depth=6, random_state=0), X, y),
-        "rf_deep_unbalanced": (ensemble.ExtraTreesClassifier(n_estimators=3, random_state=0), X, y),
+        "rf_deep_unbalanced": (ensemble.ExtraTreesClassifier(n_estimators=3, max_depth=12, random_state=0), X, y),
         "gb_multiclass": (ensemble.GradientBoostingClassifier(n_estimators=4, max_depth=3, random_state=0), X3, y3),
         "gb_regressor": (ensemble.GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0), X, X[:, 0]),
         "rf_regressor_stump": (ensemble.RandomForestRegressor(n_estimators=3, max_depth=1, random_state=0), X, X[:, 1]),

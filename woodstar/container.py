@@ -12,6 +12,7 @@ from ._input import to_feature_matrix
 from ._options import Options
 from .ir import ModelIR
 from .lowering import choose_strategy, lower_tree_ensemble
+from .lowering.routing import batch_routes
 
 __all__ = ["ConvertedModel", "make_container"]
 
@@ -26,13 +27,15 @@ class ConvertedModel:
         self.options = options
         self.device = torch.device(device)
         self._programs = {}
+        self._routes = {}
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
             self.feature_names_in_ = np.asarray(head.feature_names, dtype=object)
         if head.classes is not None:
             self.classes_ = head.classes[0] if len(head.classes) == 1 else list(head.classes)
-        self._program(self._default_precision())  # fail at convert time, not first call
+        for _, strategy in self._routes_for(self._default_precision()):
+            self._program(self._default_precision(), strategy)  # fail at convert, not first call
 
     # ---------------------------------------------------------------- programs
     def _default_precision(self):
@@ -48,32 +51,62 @@ class ConvertedModel:
             return "float64"
         return "float32"
 
-    def _program(self, precision):
-        program = self._programs.get(precision)
+    def _routes_for(self, precision):
+        """[(most rows, strategy class)]: the user's strategy alone, or the routing
+        table's choice per batch size for this model (lowering/routing.py)."""
+        routes = self._routes.get(precision)
+        if routes is None:
+            ens, owner = self.ir.ensemble, self.ir.head.estimator
+            budget = self.options.memory_budget_bytes
+            if self.options.tree_implementation is not None:
+                routes = [(None, choose_strategy(ens, self.options.tree_implementation,
+                                                 precision, budget, owner))]
+            else:
+                threads = self.options.n_threads or torch.get_num_threads()
+                routes = batch_routes(ens, precision, budget, owner, threads,
+                                      self.device.type, self.backend)
+            self._routes[precision] = routes
+        return routes
+
+    def _strategy_for(self, precision, n_rows=None):
+        routes = self._routes_for(precision)
+        if n_rows is not None:
+            for most, strategy in routes:
+                if most is None or n_rows <= most:
+                    return strategy
+        return routes[-1][1]
+
+    def _program(self, precision, strategy=None):
+        strategy = strategy or self._strategy_for(precision)
+        program = self._programs.get((precision, strategy.name))
         if program is None:
             ens = self.ir.ensemble
-            strategy = choose_strategy(ens, self.options.tree_implementation, precision,
-                                       self.options.memory_budget_bytes, self.ir.head.estimator)
             module = lower_tree_ensemble(ens, strategy, precision)
             example = torch.zeros((1, ens.n_features), dtype=module.trees.compute_dtype)
             program = self._backend_cls.compile(module, example, self.options, self.device)
-            self._programs[precision] = program
+            self._programs[(precision, strategy.name)] = program
         return program
 
     @property
     def strategy(self) -> str:
-        """The tree strategy of the default program."""
-        return self._programs[self._default_precision()].module.strategy
+        """The tree strategy of the default program (the one for large batches)."""
+        return self._program(self._default_precision()).module.strategy
+
+    @property
+    def strategies_(self):
+        """[(most rows, strategy name)]: which strategy runs a call of how many rows."""
+        return [(most, s.name) for most, s in self._routes_for(self._default_precision())]
 
     @property
     def model(self):
-        """The backend's own model object (e.g. the torch.nn.Module)."""
-        return self._programs[self._default_precision()].model
+        """The backend's own model object (e.g. the torch.nn.Module) for large batches."""
+        return self._program(self._default_precision()).model
 
     def to(self, device):
         device = _checked_device(device)
-        self._programs = {p: program.to(device) for p, program in self._programs.items()}
+        self._programs = {key: program.to(device) for key, program in self._programs.items()}
         self.device = device
+        self._routes = {}  # the table is per device
         return self
 
     def __repr__(self):
@@ -81,20 +114,23 @@ class ConvertedModel:
                 f"strategy={self.strategy!r}, device={str(self.device)!r})")
 
     # ---------------------------------------------------------------- running
-    def _rows_per_batch(self, precision, n_rows):
+    def _rows_per_batch(self, precision, strategy):
         if self.options.batch_size is not None:
             return self.options.batch_size
-        module = self._program(precision).module
-        per_row = max(1, type(module.trees).estimate_bytes(self.ir.ensemble, 1, precision))
+        per_row = max(1, strategy.estimate_bytes(self.ir.ensemble, 1, precision))
         return max(1, self.options.memory_budget_bytes // per_row)
 
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
         precision = self._precision_for(X)
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
-        program = self._program(precision)
         n = X.shape[0]
-        step = self._rows_per_batch(precision, n)
+        strategy = self._strategy_for(precision, n)
+        step = self._rows_per_batch(precision, strategy)
+        if n > step:  # batches of `step` rows: the route for that size runs them
+            strategy = self._strategy_for(precision, step)
+            step = min(step, self._rows_per_batch(precision, strategy))
+        program = self._program(precision, strategy)
         if n <= step:
             raw, transformed = program(torch.from_numpy(X))
             return raw.cpu().numpy(), transformed.cpu().numpy()

@@ -117,8 +117,12 @@ class ConvertedModel:
     def _rows_per_batch(self, precision, strategy):
         if self.options.batch_size is not None:
             return self.options.batch_size
-        per_row = max(1, strategy.estimate_bytes(self.ir.ensemble, 1, precision))
-        return max(1, self.options.memory_budget_bytes // per_row)
+        key = ("rows", precision, strategy.name)
+        rows = self._routes.get(key)  # cached: some estimates walk every tree in Python
+        if rows is None:
+            per_row = max(1, strategy.estimate_bytes(self.ir.ensemble, 1, precision))
+            rows = self._routes[key] = max(1, self.options.memory_budget_bytes // per_row)
+        return rows
 
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""

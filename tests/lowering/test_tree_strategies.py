@@ -63,3 +63,20 @@ def test_strategy_parity(name, strategy, precision, rng):
     tol = TOLERANCE[precision]
     np.testing.assert_allclose(converted._run(Xt[:1])[1], converted._run(Xt)[1][:1],
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["rf_binary", "gb_multiclass", "isolation_forest"])
+def test_perf_tree_trav_tiny_batch_path_equals_walk(name, rng):
+    """The all-nodes path for tiny batches and the level walk give identical scores."""
+    model, X, y = _models(rng)[name]
+    model.fit(X, y) if y is not None else model.fit(X)
+    converted = woodstar.convert(model, extra_config={"tree_implementation": "perf_tree_trav"})
+    trees = converted._program("float32").module.trees
+    Xt = make_test_inputs(converted.ir.ensemble, rng, n_random=20, n_edge=10, base=X,
+                          nan=bool(converted.ir.head.allows_nan), inf=False).astype(np.float32)
+    trees.dense_max_elements = 1 << 62
+    dense = converted._run(Xt)
+    trees.dense_max_elements = 0
+    walk = converted._run(Xt)
+    np.testing.assert_array_equal(dense[0], walk[0])
+    assert assert_parity(converted, model, Xt) >= 1

@@ -118,12 +118,25 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("leaf_table", as_buffer(spread_leaf_table(
             ens, mirrored_leaves, tree_of_leaf, self.single_block, dtype)))
 
+    # Tiny batches: every node's test at once (rows x nodes stays under this many
+    # elements), then each level is one gather of a decision; fewer ops per level is
+    # what counts when per-op overhead dominates (docs/benchmarks.md, "tiny batches").
+    dense_max_elements = 1 << 16
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.has_categorical:
             return self._forward_categorical(x)
         wide = self.widen(x)
         n, T = x.shape[0], self.n_trees
         index = torch.arange(T, dtype=INDEX_DTYPE, device=x.device).repeat(n, 1)
+        if n * self.level_columns.shape[0] <= self.dense_max_elements:
+            decisions = torch.le(wide.index_select(1, self.level_columns), self.level_thresholds)
+            decisions = decisions.view(torch.uint8)
+            for d in range(self.depth):
+                start, stop = self.level_offsets[d], self.level_offsets[d + 1]
+                go_left = torch.gather(decisions[:, start:stop], 1, index)
+                index.mul_(2).add_(go_left)
+            return sum_leaves(self, index, self.leaf_table)
         flat = index.view(-1)
         columns = torch.empty((n, T), dtype=INDEX_DTYPE, device=x.device)
         thresholds = torch.empty((n, T), dtype=wide.dtype, device=x.device)

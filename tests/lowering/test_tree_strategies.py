@@ -80,3 +80,21 @@ def test_perf_tree_trav_tiny_batch_path_equals_walk(name, rng):
     walk = converted._run(Xt)
     np.testing.assert_array_equal(dense[0], walk[0])
     assert assert_parity(converted, model, Xt) >= 1
+
+
+@pytest.mark.parametrize("name", ["rf_binary", "gb_multiclass"])
+def test_traced_module_is_batch_size_independent(name, strategy, rng):
+    """What the exporters see (trace at one row, run at many) computes the same scores:
+    the eager-only paths (buffers, tiny-batch branch) never leak into a trace."""
+    import torch
+
+    model, X, y = _models(rng)[name]
+    model.fit(X, y)
+    converted = woodstar.convert(model, extra_config={"tree_implementation": strategy})
+    module = converted._program("float32").module
+    Xt = torch.from_numpy(make_test_inputs(converted.ir.ensemble, rng, n_random=40, n_edge=10,
+                                           base=X, nan=False, inf=False).astype(np.float32))
+    with torch.inference_mode():
+        traced = torch.jit.trace(module, Xt[:1], check_trace=False)
+        np.testing.assert_allclose(traced(Xt)[1].numpy(), module(Xt)[1].numpy(),
+                                   rtol=1e-6, atol=1e-6)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ...ir.tree_ensemble import TreeEnsemble
 
-__all__ = ["spread_leaf_table", "sum_leaves", "INDEX_DTYPE"]
+__all__ = ["spread_leaf_table", "sum_leaves", "INDEX_DTYPE", "exporting"]
 
 INDEX_DTYPE = torch.int32
 """Node indices; an ensemble with more nodes than int32 holds is refused by the strategies."""
@@ -41,3 +41,11 @@ def sum_leaves(strategy, leaves: torch.Tensor, table: torch.Tensor) -> torch.Ten
     if strategy.mean:
         raw = raw / strategy.n_trees
     return raw + strategy.base_score
+
+
+def exporting() -> bool:
+    """True under torch.compile, TorchScript tracing or ONNX export: strategies then
+    take their functional path (no ``out=`` buffers, no branch on the batch size that
+    a trace would freeze)."""
+    return bool(torch.compiler.is_compiling() or torch.jit.is_tracing()
+                or torch.onnx.is_in_onnx_export())

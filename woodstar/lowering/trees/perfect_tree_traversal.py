@@ -8,7 +8,7 @@ from ..registry import register_strategy
 from ._common import (
     TreeStrategyBase, always_left_column, as_buffer, node_input_columns, node_thresholds,
 )
-from ._fast import INDEX_DTYPE, spread_leaf_table, sum_leaves
+from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
 
 __all__ = ["PerfectTreeTraversalTrees"]
 
@@ -128,6 +128,8 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             return self._forward_categorical(x)
         wide = self.widen(x)
         n, T = x.shape[0], self.n_trees
+        if exporting():
+            return self._forward_functional(wide)
         index = torch.arange(T, dtype=INDEX_DTYPE, device=x.device).repeat(n, 1)
         if n * self.level_columns.shape[0] <= self.dense_max_elements:
             decisions = torch.le(wide.index_select(1, self.level_columns), self.level_thresholds)
@@ -150,6 +152,22 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             torch.le(values, thresholds, out=go_left)
             index.mul_(2).add_(go_left)
         return sum_leaves(self, index, self.leaf_table)
+
+    def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
+        """The same walk without ``out=`` buffers: what torch.compile can trace and
+        fuse (in-place buffers are an eager-mode optimisation)."""
+        index = torch.arange(self.n_trees, device=wide.device).unsqueeze(0).expand(wide.shape[0], -1)
+        columns = self.level_columns.to(torch.int64)
+        for d in range(self.depth):
+            start = self.level_offsets[d]
+            node = index + start
+            values = torch.gather(wide, 1, columns[node])
+            index = 2 * index + (values <= self.level_thresholds[node]).to(index.dtype)
+        leaves = self.leaf_table[index]  # (rows, trees, width)
+        raw = leaves.sum(dim=1)
+        if self.mean:
+            raw = raw / self.n_trees
+        return raw + self.base_score
 
     def _forward_categorical(self, x: torch.Tensor) -> torch.Tensor:
         wide = self.widen(x)

@@ -6,7 +6,7 @@ import torch
 from ...ir.tree_ensemble import TreeEnsemble
 from ..registry import register_strategy
 from ._common import TreeStrategyBase, as_buffer, node_input_columns, node_thresholds
-from ._fast import INDEX_DTYPE, spread_leaf_table, sum_leaves
+from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
 from ._layout import sibling_adjacent_order, tree_nodes
 
 __all__ = ["TreeTraversalTrees"]
@@ -71,6 +71,8 @@ class TreeTraversalTrees(TreeStrategyBase):
         if self.has_categorical:
             return self._forward_categorical(x)
         wide = self.widen(x)
+        if exporting():
+            return self._forward_functional(wide)
         n, T = x.shape[0], self.n_trees
         node = self.roots.to(INDEX_DTYPE).repeat(n, 1)
         following = torch.empty_like(node)
@@ -88,6 +90,18 @@ class TreeTraversalTrees(TreeStrategyBase):
             following.sub_(go_left.view(torch.uint8))
             node, following = following, node
         return sum_leaves(self, node, self.leaf_table)
+
+    def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
+        """The same walk without ``out=`` buffers, for torch.compile and exporters."""
+        node = self.roots.unsqueeze(0).expand(wide.shape[0], self.n_trees)
+        columns, rights = self.columns32.to(torch.int64), self.rights32.to(torch.int64)
+        for _ in range(self.max_depth):
+            values = torch.gather(wide, 1, columns[node])
+            node = rights[node] - (values <= self.thresholds[node]).to(torch.int64)
+        raw = self.leaf_table[node].sum(dim=1)
+        if self.mean:
+            raw = raw / self.n_trees
+        return raw + self.base_score
 
     def _forward_categorical(self, x: torch.Tensor) -> torch.Tensor:
         wide = self.widen(x)

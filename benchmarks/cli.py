@@ -34,6 +34,8 @@ def add_arguments(parser):
                         help="write docs/benchmarks.md, plots and the routing table from the results")
     parser.add_argument("--report-only", action="store_true",
                         help="do not measure: only rebuild the report from --out")
+    parser.add_argument("--merge", type=Path, action="append", default=[],
+                        help="more results JSON to report together with --out (e.g. a routing sweep)")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -69,8 +71,8 @@ def run(args):
     if args.report or args.report_only:
         from . import report
 
-        results = json.loads(Path(out).read_text())
-        paths = report.write_all(results, results_path=out)
+        results = report.merge([json.loads(Path(p).read_text()) for p in [out, *args.merge]])
+        paths = report.write_all(results, results_path=[out, *args.merge])
         for path in paths:
             print(f"wrote {path}")
     return 0

@@ -215,14 +215,20 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                     if bar is not None:
                         bar.update(1)
                         bar.set_description(f"{model_name} t{n_threads} b{batch}")
+            if out_path is not None:  # after each model: a stopped run keeps what it measured
+                _write(results, out_path)
     finally:
         torch.set_num_threads(previous_threads)
         if bar is not None:
             bar.close()
     if out_path is not None:
-        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(out_path).write_text(json.dumps(results, indent=1))
+        _write(results, out_path)
     return results
+
+
+def _write(results, out_path):
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(results, indent=1))
 
 
 def _skip(model_name, n_threads, batch, cand, reason):

@@ -27,7 +27,8 @@ class ConvertedModel:
         self.options = options
         self.device = torch.device(device)
         self._programs = {}
-        self._routes = {}
+        self._routes = {}      # precision -> [(most rows, strategy class)]
+        self._batch_rows = {}  # (precision, strategy name) -> rows per batch
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -117,11 +118,11 @@ class ConvertedModel:
     def _rows_per_batch(self, precision, strategy):
         if self.options.batch_size is not None:
             return self.options.batch_size
-        key = ("rows", precision, strategy.name)
-        rows = self._routes.get(key)  # cached: some estimates walk every tree in Python
+        key = (precision, strategy.name)
+        rows = self._batch_rows.get(key)  # cached: some estimates walk every tree in Python
         if rows is None:
             per_row = max(1, strategy.estimate_bytes(self.ir.ensemble, 1, precision))
-            rows = self._routes[key] = max(1, self.options.memory_budget_bytes // per_row)
+            rows = self._batch_rows[key] = max(1, self.options.memory_budget_bytes // per_row)
         return rows
 
     def _run(self, X):

@@ -123,3 +123,14 @@ def test_table_file_round_trips(tmp_path):
     path.write_text(json.dumps(TABLE))
     assert routing.load_table(path)["entries"][0]["batch"] == 1
     assert routing.load_table(tmp_path / "missing.json") is None
+
+
+def test_split_batches_run_on_the_route_for_their_size(forest, monkeypatch):
+    import woodstar
+
+    monkeypatch.setattr(routing, "load_table", lambda path=None: TABLE)
+    model, X = forest
+    converted = woodstar.convert(model, extra_config={"n_threads": 1, "batch_size": 7})
+    assert converted._strategy_for("float32", 300).name == "perf_tree_trav"
+    np.testing.assert_allclose(converted.predict_proba(X), model.predict_proba(X), atol=1e-6)
+    assert set(key[1] for key in converted._programs) == {"tree_trav", "perf_tree_trav"}

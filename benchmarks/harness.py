@@ -171,11 +171,17 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                     except Exception as error:  # a crash is a result, not the end of the run
                         record.update(status="error", reason=f"{type(error).__name__}: {error}")
                     results["builds"].append(record)
-                dropped = {}
+                dropped, previous = {}, {}
                 for batch in batches:
                     X = X_all[:batch]
                     active = []
                     for cand, b in built:
+                        last = previous.get(cand.name)
+                        if cand.name not in dropped and last is not None \
+                                and last[1] * batch / last[0] > 4 * max_call_s:
+                            dropped[cand.name] = (
+                                f"{last[1]:.2f} s at batch {last[0]} predicts "
+                                f"{last[1] * batch / last[0]:.0f} s at batch {batch}: not timed")
                         if cand.name in dropped:
                             results["cells"].append(_skip(model_name, n_threads, batch, cand,
                                                           dropped[cand.name]))
@@ -205,6 +211,7 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                             times.append((time.perf_counter() - start) / inner)
                     for cand, b, inner, times in active:
                         med, mad = _median_mad(times)
+                        previous[cand.name] = (batch, med)
                         peak = _peak_rss_delta(b.fn, X) if batch >= 1_000 else None
                         results["cells"].append({
                             "model": model_name, "threads": n_threads, "batch": batch,

@@ -18,7 +18,8 @@ NOTES = Path(__file__).resolve().parent / "notes.md"
 
 def merge(runs):
     """Several runs as one results dict (the first run's method; batches and threads
-    united; each run's own command and date kept under meta['runs'])."""
+    united; each run's own command and date kept under meta['runs']; where two runs
+    measured the same cell, the later one in the list counts)."""
     if len(runs) == 1:
         return runs[0]
     out = {"meta": dict(runs[0]["meta"]), "models": {}, "cells": [], "builds": []}
@@ -26,10 +27,12 @@ def merge(runs):
     out["meta"]["threads"] = sorted({t for r in runs for t in r["meta"]["threads"]})
     out["meta"]["runs"] = [{k: r["meta"][k] for k in ("date", "command", "git_commit", "batches",
                                                        "threads", "repeats")} for r in runs]
-    for r in runs:
+    cells, builds = {}, {}
+    for r in runs:  # a later run replaces an earlier one's measurement of the same cell
         out["models"].update(r["models"])
-        out["cells"] += r["cells"]
-        out["builds"] += r["builds"]
+        cells.update({(c["model"], c["threads"], c["batch"], c["candidate"]): c for c in r["cells"]})
+        builds.update({(b["model"], b["threads"], b["candidate"]): b for b in r["builds"]})
+    out["cells"], out["builds"] = list(cells.values()), list(builds.values())
     return out
 
 
@@ -62,55 +65,57 @@ def winners(results, backend="torch"):
     return out
 
 
+MARGIN = 0.10
+"""A strategy within 10% of the fastest (or within the fastest's MAD, if larger) ties
+with it: on this noisy 2-core machine, smaller differences are not evidence."""
+
+
+def _tied(cands, best):
+    """Strategies whose median is within the margin of the fastest one."""
+    t_best, _, mad_best = best
+    slack = max(MARGIN * t_best, mad_best)
+    return {s for t, s, _ in cands if t <= t_best + slack}
+
+
 def routing_table(results, backend="torch", device="cpu"):
-    """Depth thresholds per (threads, batch): from the measured models sorted by their
-    deepest tree, consecutive models with the same winner form a region; a boundary is
-    placed only between two measured depths (both sides measured), and each region lists
-    the models that are its evidence. Beyond the deepest measured model the last region
-    holds (marked ``extrapolated_above``)."""
+    """Depth regions per (threads, batch). The measured models are sorted by their
+    deepest tree; walking up in depth, a region grows while one strategy stays tied
+    with the fastest at every point in it (greedy: as few regions as possible). A
+    boundary therefore sits only between two measured depths, each side backed by its
+    points, and no region contains a point where another strategy is clearly faster.
+    Past the deepest measured model the last region holds (``extrapolated_above``)."""
     models = results["models"]
-    ranked = winners(results, backend)
+    timed = defaultdict(list)
+    for c in results["cells"]:
+        if (c["status"] == "ok" and c["kind"] == "woodstar" and c["backend"] == backend
+                and c["strategy"] != "auto" and models.get(c["model"], {}).get("woodstar_ir")):
+            timed[(c["model"], c["threads"], c["batch"])].append(
+                (c["median_s"], c["strategy"], c["mad_s"]))
     entries = []
-    threads = sorted({k[1] for k in ranked})
-    batches = sorted({k[2] for k in ranked})
-    for t in threads:
-        for b in batches:
+    for t in sorted({k[1] for k in timed}):
+        for b in sorted({k[2] for k in timed if k[1] == t}):
             points = []
-            for (m, tt, bb), order in ranked.items():
-                if tt == t and bb == b and models.get(m, {}).get("woodstar_ir"):
-                    if len(order) < 2:
-                        continue  # a region needs competition to be evidence
-                    points.append((models[m]["max_depth"], m, [s for _, s in order],
-                                   order[1][0] / order[0][0]))
+            for (m, tt, bb), cands in timed.items():
+                if tt == t and bb == b and len(cands) >= 2:
+                    cands = sorted(cands)
+                    points.append((models[m]["max_depth"], m, cands, _tied(cands, cands[0])))
             if not points:
                 continue
-            points.sort()
-            by_depth = defaultdict(list)
-            for depth, m, order, margin in points:
-                by_depth[depth].append((m, order, margin))
-            regions = []
-            for depth in sorted(by_depth):
-                group = by_depth[depth]
-                # Same depth, different winners: the strategy with the lowest summed rank wins
-                # that depth; the disagreement is recorded.
-                score = defaultdict(int)
-                for _, order, _ in group:
-                    for rank, s in enumerate(order):
-                        score[s] += rank
-                ranking = sorted(score, key=lambda s: (score[s], s))
-                winner = ranking[0]
-                unanimous = all(order[0] == winner for _, order, _ in group)
-                if regions and regions[-1]["strategy"] == winner:
-                    r = regions[-1]
-                    r["depth_max"] = depth
-                    r["evidence"] += [m for m, _, _ in group]
-                    r["unanimous"] = r["unanimous"] and unanimous
-                else:
-                    regions.append({"depth_min": depth, "depth_max": depth, "strategy": winner,
-                                    "ranking": ranking, "evidence": [m for m, _, _ in group],
-                                    "unanimous": unanimous})
-            for lower, upper in zip(regions, regions[1:]):
-                lower["depth_le"] = lower["depth_max"]  # boundary between measured depths
+            points.sort(key=lambda p: (p[0], p[1]))
+            regions, group, alive = [], [], None
+            for point in points:
+                # Points at one depth cannot be split by a depth threshold: keep them together.
+                same_depth = group and group[-1][0] == point[0]
+                survivors = point[3] if alive is None else alive & point[3]
+                if survivors or same_depth:
+                    group.append(point)
+                    alive = survivors
+                    continue
+                regions.append(_region(group, alive))
+                group, alive = [point], point[3]
+            regions.append(_region(group, alive))
+            for lower in regions[:-1]:
+                lower["depth_le"] = lower["depth_max"]
             regions[-1]["depth_le"] = None
             regions[-1]["extrapolated_above"] = regions[-1]["depth_max"]
             entries.append({"device": device, "backend": backend, "threads": t, "batch": b,
@@ -121,14 +126,32 @@ def routing_table(results, backend="torch", device="cpu"):
                   "woodstar/lowering/routing.py. For a model of max tree depth d, a call of "
                   "n rows and t threads: the entry with the nearest thread count and the "
                   "nearest batch (log scale), then the first region with depth_le >= d "
-                  "(depth_le null: no upper bound). 'ranking' orders fallbacks when a "
-                  "strategy refuses the model (memory). Backend is a key so that "
+                  "(depth_le null: no upper bound). In a region the strategy is within "
+                  f"{MARGIN:.0%} of the fastest at every measured point ('unanimous' false: "
+                  "two models of the same depth disagreed). 'ranking' orders fallbacks when "
+                  "a strategy refuses the model (memory). Backend is a key so that "
                   "backend='auto' can be routed from the same table."),
+        "margin": MARGIN,
         "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
                    "git_commit": results["meta"].get("git_commit"),
                    "repeats": results["meta"]["repeats"]},
         "entries": entries,
     }
+
+
+def _region(group, alive):
+    """One depth region from its points: among the strategies tied at every point, the
+    one with the least summed time (time relative to each point's fastest)."""
+    score = defaultdict(float)
+    for _, _, cands, _ in group:
+        best = cands[0][0]
+        for time_s, s, _ in cands:
+            score[s] += time_s / best
+    pool = alive or {s for s in score}
+    ranking = sorted(score, key=lambda s: (s not in pool, score[s], s))
+    return {"depth_min": group[0][0], "depth_max": group[-1][0], "strategy": ranking[0],
+            "ranking": ranking, "evidence": [m for _, m, _, _ in group],
+            "unanimous": bool(alive)}
 
 
 def _plot(results, model, threads, path):
@@ -200,7 +223,7 @@ def markdown(results, table, plots, results_path):
         parts = []
         for r in e["regions"]:
             bound = f"≤{r['depth_le']}" if r["depth_le"] is not None else f"≥{r['depth_min']}"
-            flag = "" if r["unanimous"] else " (split vote)"
+            flag = "" if r["unanimous"] else " (not tied at every point)"
             parts.append(f"{bound} → **{r['strategy']}**{flag} ({', '.join(r['evidence'])})")
         lines.append(f"| {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
     lines += ["", "Woodstar against the fastest peer, per model (best woodstar route / best "

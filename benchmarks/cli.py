@@ -18,7 +18,7 @@ def _csv(kind):
 def add_arguments(parser):
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true",
-                      help="fewer models, batches 1/100/10k, 5 repeats: a few minutes on 2 cores")
+                      help="four models, batches 1/100/10k, 3 repeats, onnxruntime as the only extra peer")
     mode.add_argument("--smoke", action="store_true",
                       help="one tiny cell per candidate: checks the harness runs (seconds)")
     parser.add_argument("--models", type=_csv(str), help="comma-separated model names")

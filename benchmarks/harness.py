@@ -23,7 +23,7 @@ __all__ = ["run_benchmark", "FULL", "QUICK", "SMOKE"]
 
 FULL = dict(batches=(1, 10, 100, 1_000, 10_000, 100_000), threads=(1, 2), repeats=5,
             min_time_s=0.05, max_call_s=3.0, check_rows=2_000)
-QUICK = dict(batches=(1, 100, 10_000), threads=(1, 2), repeats=5, min_time_s=0.02,
+QUICK = dict(batches=(1, 100, 10_000), threads=(1, 2), repeats=3, min_time_s=0.01,
              max_call_s=2.0, check_rows=1_000)
 SMOKE = dict(batches=(1, 50), threads=(1,), repeats=2, min_time_s=0.0, max_call_s=1.0,
              check_rows=50)

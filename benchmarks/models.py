@@ -52,7 +52,7 @@ MODEL_SPECS = {
     ]
 }
 
-QUICK_MODELS = ("rf_100x8", "gbdt_100x3", "rf_50x20", "scaler_logreg", "lgbm_multi10")
+QUICK_MODELS = ("rf_100x8", "gbdt_100x3", "scaler_logreg", "lgbm_multi10")
 
 
 def _data(spec: ModelSpec, n_rows: int, seed: int):

@@ -134,10 +134,10 @@ def _onnx_model(spec, model):
 
     types = [("input", FloatTensorType([None, spec.n_features]))]
     if spec.library == "lightgbm":
-        return onnxmltools.convert_lightgbm(model, initial_types=types, zipmap=False,
-                                            target_opset=17)
+        # onnxmltools' converters pick their own opset (17 is refused by 1.16's LightGBM one)
+        return onnxmltools.convert_lightgbm(model, initial_types=types, zipmap=False)
     if spec.library == "xgboost":
-        return onnxmltools.convert_xgboost(model, initial_types=types, target_opset=17)
+        return onnxmltools.convert_xgboost(model, initial_types=types)
     raise NotAvailable(spec.library)
 
 

@@ -86,7 +86,9 @@ def _woodstar_candidates(spec, model):
                         model, backend, extra_config=config))
                 except Exception as error:  # recorded, never fatal
                     raise NotAvailable(f"not supported: {type(error).__name__}: {error}") from None
-                detail = getattr(converted, "strategy", "")
+                routes = getattr(converted, "strategies_", None)  # [(most rows, strategy)]
+                detail = (" ".join(f"<={most}:{name}" if most else name for most, name in routes)
+                          if routes else getattr(converted, "strategy", ""))
                 return Built(lambda X: converted.predict_proba(X), seconds, detail)
 
             out.append(Candidate(f"woodstar[{label}/{backend}]", "woodstar", build,

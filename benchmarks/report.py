@@ -245,6 +245,26 @@ def markdown(results, table, plots, results_path):
                     row.append("n/a" if not ws else "–")
             if any(r != "n/a" for r in row) or True:
                 lines.append(f"| {model} | {t} | " + " | ".join(row) + " |")
+    # ---------------------------------------------------------------- routing check
+    checks = []
+    for (m, t, b), cands in sorted(cells.items()):
+        auto = next((c for c in cands.values() if c["kind"] == "woodstar"
+                     and c["strategy"] == "auto" and c["backend"] == "torch"), None)
+        rest = [(c["median_s"], c["strategy"]) for c in cands.values() if c["kind"] == "woodstar"
+                and c["strategy"] != "auto" and c["backend"] == "torch"]
+        if auto and rest:
+            best = min(rest)
+            checks.append(f"| {m} | {t} | {b} | {auto.get('detail') or '?'} | {best[1]} | "
+                          f"{_fmt_ratio(auto['median_s'] / best[0])} |")
+    if checks:
+        lines += ["", "Routing check: the router's own choice (`auto`) against the fastest explicit "
+                  "strategy in the same cell (ratio of median times; `auto` shows the container's "
+                  "routes, `<=N:strategy` for calls of at most N rows, or its large-batch "
+                  "program in runs older than that record). "
+                  "Cells measured before the routing table existed used the old depth rule; "
+                  "see each run's date under Method.", "",
+                  "| model | threads | batch | auto (routes) | fastest explicit | auto / fastest |",
+                  "|---|---|---|---|---|---|", *checks]
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",

@@ -42,7 +42,7 @@ def test_unknown_key_names_the_known_ones():
     ({"n_threads": 0}, r"extra_config\['n_threads'\] must be a positive integer \(got 0\)"),
     ({"batch_size": "10"}, r"extra_config\['batch_size'\] must be a positive integer"),
     ({"tree_implementation": "fast"}, r"'tree_implementation'\] is not supported \(got 'fast'\); "
-                                      r"supported: gemm, tree_trav, perf_tree_trav"),
+                                      r"supported: gemm, perf_tree_trav, tree_trav"),
     ({"tree_op_precision_dtype": "float16"}, r"supported: float32, float64"),
     ({"input_names": "x"}, r"must be a list of strings"),
 ])

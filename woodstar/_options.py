@@ -10,7 +10,14 @@ from .exceptions import ConstantError
 __all__ = ["Options", "parse_options", "DEFAULT_MEMORY_BUDGET"]
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
-TREE_IMPLEMENTATIONS = ("gemm", "tree_trav", "perf_tree_trav")
+TREE_IMPLEMENTATIONS = ("gemm", "tree_trav", "perf_tree_trav")  # the built-in ones
+
+
+def _tree_implementations():
+    """Every registered strategy: registering one makes it selectable."""
+    from .lowering.registry import strategy_names
+
+    return tuple(sorted(set(TREE_IMPLEMENTATIONS) | set(strategy_names())))
 PRECISIONS = ("float32", "float64")
 
 
@@ -71,7 +78,7 @@ def parse_options(extra_config) -> Options:
         fields["batch_size"] = _positive_int(C.BATCH_SIZE, cfg[C.BATCH_SIZE])
     if cfg.get(C.TREE_IMPLEMENTATION) is not None:
         fields["tree_implementation"] = _choice(
-            C.TREE_IMPLEMENTATION, cfg[C.TREE_IMPLEMENTATION], TREE_IMPLEMENTATIONS)
+            C.TREE_IMPLEMENTATION, cfg[C.TREE_IMPLEMENTATION], _tree_implementations())
     if cfg.get(C.TREE_OP_PRECISION_DTYPE) is not None:
         value = cfg[C.TREE_OP_PRECISION_DTYPE]
         value = getattr(value, "__name__", None) or str(value).replace("torch.", "")

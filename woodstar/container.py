@@ -30,6 +30,7 @@ class ConvertedModel:
         self.options = options
         self.device = torch.device(device)
         self._programs = programs
+        self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -42,22 +43,28 @@ class ConvertedModel:
         return self.options.precision or "float32"
 
     def _precision_for(self, X) -> str:
-        """float64 when asked, or when float64 input meets a model that compares in
-        float64 (HistGradientBoosting, LightGBM): rounding that input to float32 could
-        change a branch."""
+        """float64 when asked, or when the input holds values float32 cannot represent
+        (float64, int32/64, lists) and the model compares in float64 (HistGradientBoosting,
+        LightGBM): rounding that input to float32 could change a branch."""
         if self.options.precision is not None:
             return self.options.precision
-        dtype = getattr(X, "dtype", None)
-        if dtype is None and hasattr(X, "dtypes"):  # a DataFrame: float64 unless all float32
-            dtype = np.float32 if all(str(d) == "float32" for d in X.dtypes) else np.float64
-        if dtype == np.float64 and self.ir.ensemble.input_precision == "float64":
-            return "float64"
-        return "float32"
+        if self.ir.ensemble.input_precision != "float64":
+            return "float32"
+        if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
+            exact = all(_exact_in_float32(d) for d in X.dtypes)
+        else:
+            dtype = getattr(X, "dtype", None)
+            exact = dtype is not None and _exact_in_float32(dtype)
+        return "float32" if exact else "float64"
 
     def _lower(self, precision):
+        """The routing table's strategy for this model, device, backend and threads
+        (lowering/routing.py), unless the user named one."""
         ens = self.ir.ensemble
-        strategy = choose_strategy(ens, self.options.tree_implementation, precision,
-                                   self.options.memory_budget_bytes, self.ir.head.estimator)
+        strategy = choose_strategy(
+            ens, self.options.tree_implementation, precision, self.options.memory_budget_bytes,
+            self.ir.head.estimator, n_threads=self.options.n_threads or torch.get_num_threads(),
+            device=self.device.type, backend=self.backend)
         return lower_tree_ensemble(ens, strategy, precision)
 
     def _program(self, precision):
@@ -102,9 +109,12 @@ class ConvertedModel:
     def _rows_per_batch(self, precision, n_rows):
         if self.options.batch_size is not None:
             return self.options.batch_size
-        module = self._program(precision).module
-        per_row = max(1, type(module.trees).estimate_bytes(self.ir.ensemble, 1, precision))
-        return max(1, self.options.memory_budget_bytes // per_row)
+        rows = self._batch_rows.get(precision)
+        if rows is None:
+            module = self._program(precision).module
+            per_row = max(1, type(module.trees).estimate_bytes(self.ir.ensemble, 1, precision))
+            rows = self._batch_rows[precision] = max(1, self.options.memory_budget_bytes // per_row)
+        return rows
 
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
@@ -144,6 +154,16 @@ class ConvertedModel:
         if head.decision_rule == "raw_gt_zero":
             return classes.take((raw[:, 0] > 0).astype(np.int64))
         return classes.take(np.argmax(proba, axis=1))
+
+
+def _exact_in_float32(dtype) -> bool:
+    """Every value of ``dtype`` is a float32 value (so rounding to float32 is a no-op)."""
+    categories = getattr(dtype, "categories", None)  # pandas category: its values' dtype
+    try:
+        dtype = np.dtype(dtype if categories is None else categories.dtype)
+    except TypeError:  # pandas extension dtypes (nullable Int64, ...): values may not fit
+        return False
+    return dtype.kind == "b" or (dtype.kind in "iuf" and dtype.itemsize <= (4 if dtype.kind == "f" else 2))
 
 
 def _checked_device(device, backend_cls=None):

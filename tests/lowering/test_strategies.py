@@ -103,11 +103,12 @@ def test_routing_by_depth_and_memory():
     shallow = random_ensemble(rng, max_depth=2)
     deep = random_ensemble(rng, max_depth=14)
     budget = 512 * 2**20
-    assert choose_strategy(shallow, None, "float32", budget, "m").name == "gemm"
-    assert choose_strategy(deep, None, "float32", budget, "m").name == "tree_trav"
+    no_table = dict(table={})  # the depth rule; the measured table is tested in test_routing
+    assert choose_strategy(shallow, None, "float32", budget, "m", **no_table).name == "gemm"
+    assert choose_strategy(deep, None, "float32", budget, "m", **no_table).name == "tree_trav"
     assert choose_strategy(shallow, "tree_trav", "float32", budget, "m").name == "tree_trav"
     # A tiny budget: GEMM refuses, the router falls back instead of failing.
-    assert choose_strategy(shallow, None, "float32", 100, "m").name != "gemm"
+    assert choose_strategy(shallow, None, "float32", 100, "m", **no_table).name != "gemm"
     with pytest.raises(MissingConverter, match=r"tree_implementation 'gemm' cannot hold this model"):
         choose_strategy(shallow, "gemm", "float32", 100, "m")
     with pytest.raises(MissingConverter, match=r"tree_implementation is not supported \(got 'quick'\)"):

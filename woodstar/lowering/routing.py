@@ -1,24 +1,88 @@
-"""Choose a tree strategy for a model.
+"""Choose a tree strategy for a model (its depth, the device, backend, threads) from evidence.
 
-The rule starts from tree depth, as Hummingbird's does: GEMM for shallow trees,
-perfect-tree traversal for medium depth, plain traversal for deep trees. A strategy
-that refuses the model (its memory would exceed the budget) is skipped. The
-benchmark suite replaces these thresholds with measured ones.
+The thresholds live in ``routing_table.json`` next to this module, written by the
+benchmark suite (``benchmarks/report.py``; method and numbers in docs/benchmarks.md).
+Per device, backend, thread count and measured batch size, the table splits the
+models' deepest-tree depth into regions, each with the strategy that won every
+measured model in it and the ranking used as fallbacks when a strategy refuses the
+model (memory budget). A boundary sits only between two measured depths; beyond the
+deepest measured model the last region holds, marked as an extrapolation.
+
+Lookup: the entry with the nearest thread count, then the nearest measured batch size
+(log scale), then the first region whose ``depth_le`` covers the model's depth. With
+no table, or no entry for the device, the depth rule of Hummingbird is the fallback.
+A user's explicit ``tree_implementation`` always wins.
+
+``backend="auto"`` (a later release): the table is keyed by backend already, so the
+same lookup over every available backend's entries, comparing their measured times,
+is the hook (``choose_backend``); until then every backend reads the torch entries
+when it has none of its own.
 """
+
+import functools
+import json
+import math
+from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import MissingConverter
 from ..ir.tree_ensemble import TreeEnsemble
-from .registry import get_strategy
+from .registry import get_strategy, strategy_names
 
-__all__ = ["choose_strategy", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH"]
+__all__ = ["choose_strategy", "load_table", "lookup", "choose_backend",
+           "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH"]
 
-GEMM_MAX_DEPTH = 3
-PERFECT_MAX_DEPTH = 10
+TABLE_PATH = Path(__file__).with_name("routing_table.json")
+GEMM_MAX_DEPTH = 3        # fallback rule only (no table entry)
+PERFECT_MAX_DEPTH = 10    # fallback rule only
+DEFAULT_ROWS = 10_000     # the batch assumed when a caller does not say
 
 
-def choose_strategy(ens: TreeEnsemble, requested, dtype: str, budget_bytes: int, owner: str):
+@functools.lru_cache(maxsize=4)
+def _read(path: str):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def load_table(path=None):
+    """The routing table (a dict), or None when the file is missing or unreadable."""
+    return _read(str(path or TABLE_PATH))
+
+
+def _entries(table, device, backend):
+    entries = [e for e in (table or {}).get("entries", []) if e.get("device") == device]
+    own = [e for e in entries if e.get("backend") == backend]
+    return own or [e for e in entries if e.get("backend") == "torch"]
+
+
+def lookup(table, depth: int, n_rows: int, n_threads: int, device="cpu", backend="torch"):
+    """Strategy names, best first, for this model depth and call; None without evidence."""
+    entries = _entries(table, device, backend)
+    if not entries:
+        return None
+    threads = min({e["threads"] for e in entries}, key=lambda t: (abs(t - n_threads), t))
+    entries = [e for e in entries if e["threads"] == threads]
+    rows = max(1, int(n_rows))
+    entry = min(entries, key=lambda e: (abs(math.log(e["batch"]) - math.log(rows)), e["batch"]))
+    for region in entry["regions"]:
+        if region.get("depth_le") is None or depth <= region["depth_le"]:
+            return [region["strategy"], *[s for s in region["ranking"] if s != region["strategy"]]]
+    return None
+
+
+def _depth_rule(depth):
+    if depth <= GEMM_MAX_DEPTH:
+        return ["gemm", "perf_tree_trav", "tree_trav"]
+    if depth <= PERFECT_MAX_DEPTH:
+        return ["perf_tree_trav", "tree_trav"]
+    return ["tree_trav"]
+
+
+def choose_strategy(ens: TreeEnsemble, requested, dtype: str, budget_bytes: int, owner: str,
+                    n_rows=None, n_threads=None, device="cpu", backend="torch", table=None):
     """The strategy class to use; a user's explicit request always wins (or fails
     with the reason it cannot hold the model)."""
     if requested is not None:
@@ -30,14 +94,25 @@ def choose_strategy(ens: TreeEnsemble, requested, dtype: str, budget_bytes: int,
                 f"model ({reason}); use 'tree_trav' or raise extra_config['memory_budget_bytes'].")
         return strategy
     depth = int(np.max(ens.tree_depths()))
-    if depth <= GEMM_MAX_DEPTH:
-        preferences = ("gemm", "perf_tree_trav", "tree_trav")
-    elif depth <= PERFECT_MAX_DEPTH:
-        preferences = ("perf_tree_trav", "tree_trav")
-    else:
-        preferences = ("tree_trav",)
-    for name in preferences:
+    if table is None:
+        table = load_table()
+    if n_threads is None:
+        import torch
+
+        n_threads = torch.get_num_threads()
+    preferences = lookup(table, depth, n_rows or DEFAULT_ROWS, n_threads, device, backend)
+    if preferences is None:
+        preferences = _depth_rule(depth)
+    registered = strategy_names()
+    for name in [p for p in preferences if p in registered] + ["tree_trav"]:
         strategy = get_strategy(name, owner)
         if strategy.refusal(ens, dtype, budget_bytes) is None:
             return strategy
     return get_strategy("tree_trav", owner)
+
+
+def choose_backend(requested: str) -> str:
+    """Hook for ``backend="auto"``: today every backend but torch is opt-in, so "auto"
+    means "torch". Once other backends have their own entries in the routing table,
+    compare their measured regions here (same keys: device, threads, batch, depth)."""
+    return "torch" if requested == "auto" else requested

@@ -1,0 +1,409 @@
+"""From a results JSON: ``docs/benchmarks.md`` (decision, method, tables, rejected
+candidates), one PNG per model under ``docs/img/`` and the routing table
+``woodstar/lowering/routing_table.json`` that ``woodstar.lowering.routing`` reads."""
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+IMG = DOCS / "img"
+TABLE = ROOT / "woodstar" / "lowering" / "routing_table.json"
+
+__all__ = ["write_all", "routing_table", "winners", "merge"]
+NOTES = Path(__file__).resolve().parent / "notes.md"
+
+
+def merge(runs):
+    """Several runs as one results dict (the first run's method; batches and threads
+    united; each run's own command and date kept under meta['runs']; where two runs
+    measured the same cell, the later one in the list counts)."""
+    if len(runs) == 1:
+        return runs[0]
+    out = {"meta": dict(runs[0]["meta"]), "models": {}, "cells": [], "builds": []}
+    out["meta"]["batches"] = sorted({b for r in runs for b in r["meta"]["batches"]})
+    out["meta"]["threads"] = sorted({t for r in runs for t in r["meta"]["threads"]})
+    out["meta"]["runs"] = [{k: r["meta"][k] for k in ("date", "command", "git_commit", "batches",
+                                                       "threads", "repeats")} for r in runs]
+    cells, builds = {}, {}
+    for r in runs:  # a later run replaces an earlier one's measurement of the same cell
+        out["models"].update(r["models"])
+        cells.update({(c["model"], c["threads"], c["batch"], c["candidate"]): c for c in r["cells"]})
+        builds.update({(b["model"], b["threads"], b["candidate"]): b for b in r["builds"]})
+    out["cells"], out["builds"] = list(cells.values()), list(builds.values())
+    return out
+
+
+def _ms(seconds):
+    if seconds is None:
+        return "–"
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def _cells(results):
+    """{(model, threads, batch): {candidate: cell}} for timed cells."""
+    out = defaultdict(dict)
+    for c in results["cells"]:
+        if c["status"] == "ok":
+            out[(c["model"], c["threads"], c["batch"])][c["candidate"]] = c
+    return out
+
+
+def winners(results, backend="torch"):
+    """Per (model, threads, batch): woodstar strategies on ``backend`` ranked by median
+    time (the router's own 'auto' choice excluded), fastest first."""
+    out = {}
+    for key, cands in _cells(results).items():
+        ranked = sorted((c["median_s"], c["strategy"]) for c in cands.values()
+                        if c["kind"] == "woodstar" and c["backend"] == backend
+                        and c["strategy"] != "auto")
+        if ranked:
+            out[key] = ranked
+    return out
+
+
+MARGIN = 0.10
+"""A strategy within 10% of the fastest (or within the fastest's MAD, if larger) ties
+with it: on this noisy 2-core machine, smaller differences are not evidence."""
+
+
+def _tied(cands, best):
+    """Strategies whose median is within the margin of the fastest one."""
+    t_best, _, mad_best = best
+    slack = max(MARGIN * t_best, mad_best)
+    return {s for t, s, _ in cands if t <= t_best + slack}
+
+
+def routing_table(results, backend="torch", device="cpu"):
+    """Depth regions per (threads, batch). The measured models are sorted by their
+    deepest tree; walking up in depth, a region grows while one strategy stays tied
+    with the fastest at every point in it (greedy: as few regions as possible). A
+    boundary therefore sits only between two measured depths, each side backed by its
+    points, and no region contains a point where another strategy is clearly faster.
+    Past the deepest measured model the last region holds (``extrapolated_above``)."""
+    models = results["models"]
+    timed = defaultdict(list)
+    for c in results["cells"]:
+        if (c["status"] == "ok" and c["kind"] == "woodstar" and c["backend"] == backend
+                and c["strategy"] != "auto" and models.get(c["model"], {}).get("woodstar_ir")):
+            timed[(c["model"], c["threads"], c["batch"])].append(
+                (c["median_s"], c["strategy"], c["mad_s"]))
+    entries = []
+    for t in sorted({k[1] for k in timed}):
+        for b in sorted({k[2] for k in timed if k[1] == t}):
+            points = []
+            for (m, tt, bb), cands in timed.items():
+                if tt == t and bb == b and len(cands) >= 2:
+                    cands = sorted(cands)
+                    points.append((models[m]["max_depth"], m, cands, _tied(cands, cands[0])))
+            if not points:
+                continue
+            points.sort(key=lambda p: (p[0], p[1]))
+            regions, group, alive = [], [], None
+            for point in points:
+                # Points at one depth cannot be split by a depth threshold: keep them together.
+                same_depth = group and group[-1][0] == point[0]
+                survivors = point[3] if alive is None else alive & point[3]
+                if survivors or same_depth:
+                    group.append(point)
+                    alive = survivors
+                    continue
+                regions.append(_region(group, alive))
+                group, alive = [point], point[3]
+            regions.append(_region(group, alive))
+            for lower in regions[:-1]:
+                lower["depth_le"] = lower["depth_max"]
+            regions[-1]["depth_le"] = None
+            regions[-1]["extrapolated_above"] = regions[-1]["depth_max"]
+            entries.append({"device": device, "backend": backend, "threads": t, "batch": b,
+                            "regions": regions})
+    return {
+        "version": 1,
+        "about": ("Written by benchmarks/report.py from measured results; read by "
+                  "woodstar/lowering/routing.py. For a model of max tree depth d, a call of "
+                  "n rows and t threads: the entry with the nearest thread count and the "
+                  "nearest batch (log scale), then the first region with depth_le >= d "
+                  "(depth_le null: no upper bound). In a region the strategy is within "
+                  f"{MARGIN:.0%} of the fastest at every measured point ('unanimous' false: "
+                  "two models of the same depth disagreed). 'ranking' orders fallbacks when "
+                  "a strategy refuses the model (memory). Backend is a key so that "
+                  "backend='auto' can be routed from the same table."),
+        "margin": MARGIN,
+        "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
+                   "git_commit": results["meta"].get("git_commit"),
+                   "repeats": results["meta"]["repeats"]},
+        "entries": entries,
+    }
+
+
+def _region(group, alive):
+    """One depth region from its points: among the strategies tied at every point, the
+    one with the least summed time (time relative to each point's fastest)."""
+    score = defaultdict(float)
+    for _, _, cands, _ in group:
+        best = cands[0][0]
+        for time_s, s, _ in cands:
+            score[s] += time_s / best
+    pool = alive or {s for s in score}
+    ranking = sorted(score, key=lambda s: (s not in pool, score[s], s))
+    return {"depth_min": group[0][0], "depth_max": group[-1][0], "strategy": ranking[0],
+            "ranking": ranking, "evidence": [m for _, m, _, _ in group],
+            "unanimous": bool(alive)}
+
+
+def _plot(results, model, threads, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = defaultdict(list)
+    for c in results["cells"]:
+        if c["status"] == "ok" and c["model"] == model and c["threads"] == threads:
+            series[c["candidate"]].append((c["batch"], c["median_s"] / c["batch"]))
+    if not series:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        style = "-" if name.startswith("woodstar") else "--"
+        ax.plot([p[0] for p in pts], [p[1] * 1e6 for p in pts], style, marker="o", ms=3,
+                label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (rows)")
+    ax.set_ylabel("time per row (µs), end to end")
+    ax.set_title(f"{model}, {threads} thread(s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def _command(argv_text):
+    """A recorded command line as the module invocation that reproduces it."""
+    args = argv_text.split()[1:]
+    if args and args[0] == "bench":
+        return "python -m woodstar.cli " + " ".join(args)
+    return "python -m benchmarks " + " ".join(args)
+
+
+def _rel(path):
+    path = Path(path).resolve()
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def _fmt_ratio(x):
+    return f"{x:.2f}×" if x < 10 else f"{x:.0f}×"
+
+
+def markdown(results, table, plots, results_path):
+    meta = results["meta"]
+    cells = _cells(results)
+    paths = results_path if isinstance(results_path, (list, tuple)) else [results_path]
+    shown = ", ".join(f"`{_rel(p)}`" for p in paths)
+    lines = ["# Benchmarks", "",
+             f"Generated by `benchmarks/report.py` from {shown}; do not edit by hand "
+             "(the analysis comes from `benchmarks/notes.md`).", ""]
+    if NOTES.exists():
+        lines += [NOTES.read_text().strip(), ""]
+    # ---------------------------------------------------------------- decision
+    lines += ["## Decision", "",
+              "Routing table (`woodstar/lowering/routing_table.json`, torch backend, CPU): for "
+              "each thread count and batch size, the fastest strategy by the deepest tree of "
+              "the model. A boundary sits between two measured depths; past the deepest "
+              "measured model the last region is an extrapolation.", "",
+              "| threads | batch | regions (max depth → strategy; evidence) |", "|---|---|---|"]
+    for e in table["entries"]:
+        parts = []
+        for r in e["regions"]:
+            bound = f"≤{r['depth_le']}" if r["depth_le"] is not None else f"≥{r['depth_min']}"
+            flag = "" if r["unanimous"] else " (not tied at every point)"
+            parts.append(f"{bound} → **{r['strategy']}**{flag} ({', '.join(r['evidence'])})")
+        lines.append(f"| {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
+    lines += ["", "Woodstar against the fastest peer, per model (best woodstar route / best "
+              "peer, median time; below 1 means woodstar is faster):", ""]
+    batches = meta["batches"]
+    lines += ["| model | threads | " + " | ".join(str(b) for b in batches) + " |",
+              "|---|---|" + "---|" * len(batches)]
+    for model in results["models"]:
+        for t in meta["threads"]:
+            row = []
+            for b in batches:
+                cands = cells.get((model, t, b), {})
+                ws = [c["median_s"] for c in cands.values() if c["kind"] == "woodstar"]
+                peers = [(c["median_s"], n) for n, c in cands.items() if c["kind"] == "peer"]
+                if ws and peers:
+                    best_peer = min(peers)
+                    row.append(f"{_fmt_ratio(min(ws) / best_peer[0])} vs {best_peer[1]}")
+                else:
+                    row.append("n/a" if not ws else "–")
+            if any(r != "n/a" for r in row) or True:
+                lines.append(f"| {model} | {t} | " + " | ".join(row) + " |")
+    # ---------------------------------------------------------------- routing check
+    checks = []
+    for (m, t, b), cands in sorted(cells.items()):
+        auto = next((c for c in cands.values() if c["kind"] == "woodstar"
+                     and c["strategy"] == "auto" and c["backend"] == "torch"), None)
+        rest = [(c["median_s"], c["strategy"]) for c in cands.values() if c["kind"] == "woodstar"
+                and c["strategy"] != "auto" and c["backend"] == "torch"]
+        if auto and rest:
+            best = min(rest)
+            checks.append(f"| {m} | {t} | {b} | {auto.get('detail') or '?'} | {best[1]} | "
+                          f"{_fmt_ratio(auto['median_s'] / best[0])} |")
+    if checks:
+        lines += ["", "Routing check: the router's own choice (`auto`) against the fastest explicit "
+                  "strategy in the same cell (ratio of median times; `auto` shows the container's "
+                  "routes, `<=N:strategy` for calls of at most N rows, or its large-batch "
+                  "program in runs older than that record). "
+                  "Cells measured before the routing table existed used the old depth rule; "
+                  "see each run's date under Method.", "",
+                  "| model | threads | batch | auto (routes) | fastest explicit | auto / fastest |",
+                  "|---|---|---|---|---|---|", *checks]
+    # ---------------------------------------------------------------- method
+    v = meta["versions"]
+    lines += ["", "## Method", "",
+              f"- Date: {meta['date']}; git commit `{meta.get('git_commit')}`",
+              f"- CPU: {meta['cpu']} ({meta['logical_cpus']} logical CPUs)",
+              "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val),
+              f"- Threads: {meta['threads']} (a dimension of every cell: torch intra-op "
+              "threads for woodstar, `n_jobs`/`num_threads`/`intra_op_num_threads`/`nthread` "
+              "for the peers)",
+              f"- Batch sizes: {batches}; repeats per cell: {meta['repeats']}; each repeat "
+              f"times enough calls to last ≥ {meta['min_time_s'] * 1e3:.0f} ms; candidate order "
+              "shuffled per repeat (interleaved); warm-up calls untimed; median and MAD reported.",
+              "- End to end: float32 NumPy in, `predict_proba` NumPy out; conversion time "
+              "reported separately (build table).",
+              f"- Correctness gate: every candidate's probabilities are compared with the native "
+              f"library's on {''}fresh rows before timing; above {meta['atol']:g} max abs "
+              "difference it is marked wrong and never timed.",
+              "- Memory: peak resident-set growth during one call (psutil, sampled every 0.5 ms), "
+              "batches ≥ 1000.",
+              f"- A candidate whose single call exceeds {meta['max_call_s']} s is not timed at larger "
+              "batches (recorded as skipped).",
+              f"- Environment: {meta.get('env') or '{}'}"]
+    for r in meta.get("runs", []):
+        lines.append(f"- Run {r['date']} (commit `{r['git_commit']}`): batches {r['batches']}, "
+                     f"threads {r['threads']}, repeats {r['repeats']}: `{r['command']}`")
+    lines.append("")
+    runs = meta.get("runs") or [meta]
+    lines += ["## Reproduce", "", "From the repository root (cached models are trained on first use):",
+              "", "```", "# the runs behind this report"]
+    lines += [f"PYTHONPATH=. {_command(r['command'])}" for r in runs]
+    lines += ["# this report, its plots and the routing table, from those results",
+              "PYTHONPATH=. python -m woodstar.cli bench --report-only --out "
+              + " --merge ".join(str(_rel(p)) for p in paths),
+              "# the complete grid (batches 1..100k, threads 1 and 2, all peers, routing sweep)",
+              "PYTHONPATH=. python -m woodstar.cli bench --routing-sweep --report",
+              "# a few minutes",
+              "PYTHONPATH=. python -m woodstar.cli bench --quick --report",
+              "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
+              "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
+              "```", ""]
+    # ---------------------------------------------------------------- per model
+    lines += ["## Results per model", "",
+              "Median milliseconds per call (± MAD); bold: fastest in the cell.", ""]
+    builds = defaultdict(list)
+    for b in results["builds"]:
+        builds[b["model"]].append(b)
+    for model, info in results["models"].items():
+        lines += [f"### {model}: {info['description']}", ""]
+        if info.get("skipped"):
+            lines += [f"Skipped: {info['skipped']}", ""]
+            continue
+        if info.get("woodstar_ir"):
+            lines += [f"IR: {info['n_trees']} trees, max depth {info['max_depth']} "
+                      f"(mean {info['mean_depth']:.1f}), {info['n_nodes']} nodes, "
+                      f"{info['ir_features']} features.", ""]
+        else:
+            lines += [f"Woodstar: not supported ({info.get('woodstar_reason', '')[:200]}).", ""]
+        for t in meta["threads"]:
+            names = sorted({n for (m, tt, _), cs in cells.items() if m == model and tt == t
+                            for n in cs}, key=lambda n: (not n.startswith("native"), n))
+            if not names:
+                continue
+            lines += [f"{t} thread(s):", "", "| candidate | " + " | ".join(map(str, batches)) + " |",
+                      "|---|" + "---|" * len(batches)]
+            for n in names:
+                row = []
+                for b in batches:
+                    cs = cells.get((model, t, b), {})
+                    c = cs.get(n)
+                    if c is None:
+                        row.append("–")
+                        continue
+                    text = f"{_ms(c['median_s'])} ±{_ms(c['mad_s'])}"
+                    if c["median_s"] == min(x["median_s"] for x in cs.values()):
+                        text = f"**{text}**"
+                    row.append(text)
+                lines.append(f"| {n} | " + " | ".join(row) + " |")
+            lines.append("")
+            if (model, t) in plots:
+                lines += [f"![{model}, {t} thread(s)](img/{plots[(model, t)]})", ""]
+        lines += ["Builds (conversion/compile time, answer check, peak memory at the largest batch):",
+                  "", "| candidate | threads | status | compile s | max abs diff | note |",
+                  "|---|---|---|---|---|---|"]
+        for b in builds[model]:
+            note = (b.get("reason") or b.get("detail") or "")[:160].replace("|", "/").replace("\n", " ")
+            diff = b.get("max_abs_diff")
+            lines.append(f"| {b['candidate']} | {b['threads']} | {b['status']} | "
+                         f"{b.get('compile_s', 0) or 0:.3f} | "
+                         f"{'–' if diff is None else f'{diff:.1e}'} | {note} |")
+        peaks = [(c["candidate"], c["threads"], c["peak_rss_bytes"]) for c in results["cells"]
+                 if c["model"] == model and c["status"] == "ok" and c["batch"] == max(batches)
+                 and c.get("peak_rss_bytes") is not None]
+        if peaks:
+            lines += ["", f"Peak memory growth at batch {max(batches)}: " + ", ".join(
+                f"{n} (t{t}) {p / 2**20:.0f} MiB" for n, t, p in peaks)]
+        skipped = [c for c in results["cells"] if c["model"] == model and c["status"] == "skipped"]
+        if skipped:
+            seen = set()
+            lines += ["", "Not timed:"]
+            for c in skipped:
+                if (c["candidate"], c["threads"]) not in seen:
+                    seen.add((c["candidate"], c["threads"]))
+                    lines.append(f"- {c['candidate']} (t{c['threads']}) from batch {c['batch']}: "
+                                 f"{c['reason'][:200]}")
+        lines.append("")
+    # ---------------------------------------------------------------- rejected
+    lines += ["## Rejected candidates", "",
+              "Each woodstar strategy, where it is not the fastest woodstar route (torch backend): "
+              "the cells it loses and by how much (its time / the winner's).", ""]
+    ranked = winners(results)
+    losses = defaultdict(list)
+    for (m, t, b), order in sorted(ranked.items()):
+        best = order[0][0]
+        for time_s, s in order[1:]:
+            losses[s].append((m, t, b, time_s / best, order[0][1]))
+    for s in sorted(losses):
+        big = [x for x in losses[s] if x[3] >= 1.1]
+        lines.append(f"- **{s}** loses {len(big)} of {len(losses[s]) + sum(1 for o in ranked.values() if o[0][1] == s)} "
+                     "cells by ≥10%: " + "; ".join(
+                         f"{m} t{t} b{b} {_fmt_ratio(r)} (to {w})" for m, t, b, r, w in big[:40])
+                     + (" …" if len(big) > 40 else ""))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_all(results, results_path):
+    DOCS.mkdir(exist_ok=True)
+    IMG.mkdir(exist_ok=True)
+    plots = {}
+    for model in results["models"]:
+        for t in results["meta"]["threads"]:
+            name = f"bench_{model}_t{t}.png"
+            try:
+                if _plot(results, model, t, IMG / name):
+                    plots[(model, t)] = name
+            except ImportError:
+                break
+    table = routing_table(results)
+    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+    md = DOCS / "benchmarks.md"
+    md.write_text(markdown(results, table, plots, results_path))
+    return [md, TABLE] + [IMG / p for p in plots.values()]

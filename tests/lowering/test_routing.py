@@ -1,0 +1,108 @@
+"""Routing from the measured table: loading, lookup, batch-size routes, the user's
+choice winning, memory refusals falling back, and the fallback rule without a table."""
+
+import json
+
+import numpy as np
+import pytest
+
+from woodstar.lowering import routing
+from woodstar.lowering.registry import strategy_names
+
+pytest.importorskip("sklearn")
+
+
+def _region(depth_le, strategy, ranking):
+    return {"depth_le": depth_le, "strategy": strategy, "ranking": ranking, "evidence": ["m"],
+            "unanimous": True}
+
+
+TABLE = {"version": 1, "entries": [
+    {"device": "cpu", "backend": "torch", "threads": 1, "batch": 1, "regions": [
+        _region(None, "tree_trav", ["tree_trav", "perf_tree_trav", "gemm"])]},
+    {"device": "cpu", "backend": "torch", "threads": 1, "batch": 10_000, "regions": [
+        _region(3, "gemm", ["gemm", "perf_tree_trav", "tree_trav"]),
+        _region(None, "perf_tree_trav", ["perf_tree_trav", "tree_trav", "gemm"])]},
+    {"device": "cpu", "backend": "torch", "threads": 2, "batch": 10_000, "regions": [
+        _region(None, "tree_trav", ["tree_trav", "perf_tree_trav", "gemm"])]},
+]}
+
+
+@pytest.fixture
+def forest(rng):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] * X[:, 1] + np.sin(3 * X[:, 2]) > 0).astype(int)
+    return RandomForestClassifier(n_estimators=4, max_depth=6, random_state=0).fit(X, y), X
+
+
+def test_lookup_nearest_threads_batch_and_depth_region():
+    assert routing.lookup(TABLE, 2, 20_000, 1)[0] == "gemm"
+    assert routing.lookup(TABLE, 8, 20_000, 1)[0] == "perf_tree_trav"
+    assert routing.lookup(TABLE, 8, 3, 1)[0] == "tree_trav"          # nearer 1 than 10k (log)
+    assert routing.lookup(TABLE, 8, 10_000, 4)[0] == "tree_trav"     # nearest thread count: 2
+    assert routing.lookup(TABLE, 8, 10_000, 1, device="cuda") is None
+    assert routing.lookup(TABLE, 8, 10_000, 1, backend="onnx")[0] == "perf_tree_trav"  # torch's
+
+
+def test_container_takes_the_tables_choice_for_its_threads(forest, monkeypatch):
+    import woodstar
+
+    monkeypatch.setattr(routing, "load_table", lambda path=None: TABLE)
+    model, X = forest
+    one_thread = woodstar.convert(model, extra_config={"n_threads": 1})
+    assert one_thread.strategy == "perf_tree_trav"  # the 10k-row entry, 1 thread, depth 6
+    two_threads = woodstar.convert(model, extra_config={"n_threads": 2})
+    assert two_threads.strategy == "tree_trav"
+    for converted in (one_thread, two_threads):
+        np.testing.assert_allclose(converted.predict_proba(X), model.predict_proba(X), atol=1e-12)
+
+
+def test_user_choice_always_wins(forest, monkeypatch):
+    import woodstar
+
+    monkeypatch.setattr(routing, "load_table", lambda path=None: TABLE)
+    converted = woodstar.convert(forest[0], extra_config={"tree_implementation": "gemm"})
+    assert converted.strategy == "gemm"
+
+
+def test_refused_choice_falls_back_in_measured_order(forest):
+    import woodstar
+
+    ens = woodstar.convert(forest[0]).ir.ensemble
+    table = {"entries": [{"device": "cpu", "backend": "torch", "threads": 1, "batch": 100,
+                          "regions": [_region(None, "gemm", ["gemm", "perf_tree_trav", "tree_trav"])]}]}
+    tiny_budget = 64  # gemm and perf_tree_trav refuse; tree_trav never does
+    chosen = routing.choose_strategy(ens, None, "float32", tiny_budget, "RF", 100, 1, table=table)
+    assert chosen.name == "tree_trav"
+
+
+def test_no_table_falls_back_to_the_depth_rule(forest):
+    import woodstar
+
+    ens = woodstar.convert(forest[0]).ir.ensemble
+    chosen = routing.choose_strategy(ens, None, "float32", 2**29, "RF", 100, 1, table={})
+    depth = int(ens.tree_depths().max())
+    assert chosen.name == ("gemm" if depth <= routing.GEMM_MAX_DEPTH else "perf_tree_trav")
+
+
+def test_shipped_table_is_well_formed():
+    table = routing.load_table()
+    if table is None:
+        pytest.skip("no routing table shipped")
+    names = set(strategy_names())
+    for entry in table["entries"]:
+        assert {"device", "backend", "threads", "batch", "regions"} <= set(entry)
+        bounds = [r["depth_le"] for r in entry["regions"]]
+        assert bounds[-1] is None and all(b is not None for b in bounds[:-1])
+        assert bounds[:-1] == sorted(bounds[:-1])
+        for region in entry["regions"]:
+            assert region["strategy"] in names and region["evidence"]
+
+
+def test_table_file_round_trips(tmp_path):
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(TABLE))
+    assert routing.load_table(path)["entries"][0]["batch"] == 1
+    assert routing.load_table(tmp_path / "missing.json") is None

@@ -68,7 +68,13 @@ def test_batches_give_the_same_answer_as_one_batch(backend, sk_models, rng):
     batched = converted.predict_proba(rows)
     assert calls == [7] * 5 + [5]
     _, whole = program(np.ascontiguousarray(rows))
-    np.testing.assert_array_equal(batched, whole)
+    if backend == "onnx":
+        # ONNX Runtime's vectorised softmax rounds the last bit differently for different
+        # batch shapes (seen once in 1 of 120 values, 2e-16 relative): a few ulps, no more.
+        np.testing.assert_allclose(batched, whole, rtol=4 * np.finfo(np.float64).eps, atol=0)
+        np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+    else:
+        np.testing.assert_array_equal(batched, whole)
 
 
 def test_memory_budget_splits_automatically(sk_models, rng):

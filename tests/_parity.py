@@ -42,16 +42,17 @@ def make_test_inputs(ensemble, rng, n_random=200, n_edge=100, base=None, nan=Tru
     return np.vstack([X, edge_rows(ensemble, n_edge, rng, base, nan=nan, inf=inf)])
 
 
-def _compare(got, expected, precision, what):
+def compare_outputs(got, expected, precision, what, tolerance=None):
+    """Labels exactly, floats within ``tolerance`` (the route's bound by default)."""
     if isinstance(expected, list):
         assert isinstance(got, list) and len(got) == len(expected), what
         for g, e in zip(got, expected):
-            _compare(g, e, precision, what)
+            compare_outputs(g, e, precision, what, tolerance)
         return
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
     if expected.dtype.kind == "f":
-        tol = TOLERANCE[precision]
+        tol = TOLERANCE[precision] if tolerance is None else tolerance
         np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=what)
     else:
         mismatches = np.flatnonzero(got.reshape(len(got), -1) != expected.reshape(len(expected), -1))
@@ -74,6 +75,6 @@ def assert_parity(converted, model, X, precision="float32", methods=None):
                 getattr(converted, method)(X)
             continue
         got = getattr(converted, method)(X)
-        _compare(got, expected, precision, f"{type(model).__name__}.{method}")
+        compare_outputs(got, expected, precision, f"{type(model).__name__}.{method}")
         checked += 1
     return checked

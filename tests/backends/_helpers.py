@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from .._parity import compare_outputs
+
 TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
 SLOW_BACKENDS = ("torch.compile", "tvm")  # seconds per compile: run a reduced matrix
 METHODS = ("predict", "predict_proba", "decision_function", "score_samples")
@@ -12,15 +14,8 @@ def assert_same_as(converted, reference, X, precision="float32"):
     for method in METHODS:
         if not hasattr(reference, method):
             continue
-        expected = getattr(reference, method)(X)
-        got = getattr(converted, method)(X)
-        expected, got = np.asarray(expected), np.asarray(got)
-        assert got.shape == expected.shape, f"{method}: {got.shape} != {expected.shape}"
-        if expected.dtype.kind == "f":
-            tol = TOLERANCE[precision]
-            np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=method)
-        else:
-            assert np.array_equal(got, expected), f"{method}: labels differ"
+        compare_outputs(getattr(converted, method)(X), getattr(reference, method)(X), precision,
+                        method, tolerance=TOLERANCE[precision])
         checked += 1
     assert checked, "no method compared"
     return checked

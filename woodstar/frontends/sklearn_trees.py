@@ -68,14 +68,12 @@ def _add_sklearn_tree(builder, tree, leaf_value, feature_map=None, output_start=
 
 
 def _class_probabilities(tree, n_classes):
-    """Leaf class fractions, normalized per output as predict_proba does."""
-    blocks = []
-    for k, n in enumerate(n_classes):
-        value = tree.value[:, k, :n].astype(np.float64)
-        total = value.sum(axis=1, keepdims=True)
-        total[total == 0.0] = 1.0
-        blocks.append(value / total)
-    return np.concatenate(blocks, axis=1)
+    """Leaf class fractions, as predict_proba returns them. Since scikit-learn 1.4
+    ``tree_.value`` already holds fractions and predict_proba does not renormalize;
+    dividing by their sum here would move some values by an ulp and, summed over a
+    forest, flip near-tied labels."""
+    return np.concatenate([tree.value[:, k, :n].astype(np.float64)
+                           for k, n in enumerate(n_classes)], axis=1)
 
 
 def _n_classes_list(model):

@@ -4,7 +4,7 @@ import numpy as np
 
 from .tree_ensemble import LE, TreeEnsemble
 
-__all__ = ["le_thresholds"]
+__all__ = ["le_thresholds", "fold_base_score"]
 
 
 def le_thresholds(ens: TreeEnsemble, dtype) -> np.ndarray:
@@ -24,3 +24,30 @@ def le_thresholds(ens: TreeEnsemble, dtype) -> np.ndarray:
     t = np.where(too_high, np.nextafter(t, dtype.type(-np.inf)), t).astype(dtype)
     unused = (ens.left < 0) | ens.is_categorical
     return np.where(unused, dtype.type(np.inf), t).astype(dtype)
+
+
+def fold_base_score(ens: TreeEnsemble) -> TreeEnsemble:
+    """The same ensemble with each output's base score added into the leaves of the
+    first tree that feeds that output, and that base score set to 0.
+
+    The libraries start a sum-aggregated prediction at the base score and add the
+    trees one by one (see ``reference.predict_raw``). Adding the base at build time,
+    ``base + leaf``, is the same float64 operation as their first runtime addition, so
+    a strategy that sums trees in order from 0 rounds exactly as they do, with no
+    extra work per row. Linear leaves are computed per row and mean aggregation
+    divides before the base is added: those ensembles are returned unchanged.
+    """
+    if ens.aggregation != "sum" or ens.has_linear_leaves or not np.any(ens.base_score):
+        return ens
+    leaf_value = ens.leaf_value.copy()
+    base = ens.base_score.copy()
+    starts, width = ens.tree_output_start, ens.leaf_width
+    for column in np.flatnonzero(base):
+        feeding = np.flatnonzero((starts <= column) & (column < starts + width))
+        if len(feeding) == 0:
+            continue
+        tree = int(feeding[0])
+        nodes = slice(ens.tree_offsets[tree], ens.tree_offsets[tree + 1])
+        leaf_value[nodes, column - starts[tree]] += base[column]
+        base[column] = 0.0
+    return ens.replace(leaf_value=leaf_value, base_score=base)

@@ -72,7 +72,11 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
         with np.errstate(over="ignore"):
             X = X.astype(np.float32).astype(np.float64)
     n = X.shape[0]
-    raw = np.zeros((n, ens.n_outputs))
+    # The order of float64 additions is part of the contract (it decides near ties):
+    # a sum starts at the base score and adds tree after tree, as the libraries' own
+    # loops do; a mean adds the trees from 0, divides, then adds the base.
+    summing = ens.aggregation == "sum"
+    raw = np.tile(ens.base_score, (n, 1)) if summing else np.zeros((n, ens.n_outputs))
     rows = np.arange(n)
     width = ens.leaf_width
     for t in range(ens.n_trees):
@@ -93,8 +97,9 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
             values = _linear_leaves(ens, offset + node, X, values)
         with np.errstate(invalid="ignore"):  # linear leaves may give +-inf
             raw[:, start:start + width] += values
-    if ens.aggregation == "mean":
-        raw /= ens.n_trees
+    if summing:
+        return raw
+    raw /= ens.n_trees
     return raw + ens.base_score
 
 

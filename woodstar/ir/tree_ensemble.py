@@ -34,7 +34,10 @@ always the same:
   outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
 
 Raw score = aggregation over trees ("sum" or "mean") + ``base_score``; the prediction
-is ``post_transform(post_transform_scale * raw)``.
+is ``post_transform(post_transform_scale * raw)``. The order of the float64 additions
+is part of the meaning, because it decides near ties: "sum" starts at ``base_score``
+and adds the trees in tree order (the libraries' own loops); "mean" adds the trees in
+order from 0, divides by the number of trees, then adds ``base_score``.
 """
 
 from __future__ import annotations

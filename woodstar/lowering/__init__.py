@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ..ir.passes import fold_base_score
 from ..ir.tree_ensemble import TreeEnsemble
 from . import trees  # noqa: F401  (registers the strategies)
 from .post_transforms import PostTransform
@@ -30,7 +31,7 @@ class TreeEnsembleModule(nn.Module):
 
 
 def lower_tree_ensemble(ens: TreeEnsemble, strategy_cls, dtype: str) -> TreeEnsembleModule:
-    trees = strategy_cls(ens, dtype)
+    trees = strategy_cls(fold_base_score(ens), dtype)  # sums start at the base score
     module = TreeEnsembleModule(trees, PostTransform(ens.post_transform, ens.post_transform_scale))
     module.eval()
     for p in module.parameters():

@@ -28,7 +28,7 @@ from ...ir.tree_ensemble import TreeEnsemble
 
 __all__ = [
     "TreeStrategyBase", "node_input_columns", "node_thresholds", "always_left_column",
-    "categorical_table", "as_buffer", "missing_range_bounds",
+    "categorical_table", "as_buffer", "missing_range_bounds", "sum_in_tree_order",
 ]
 
 TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -91,6 +91,29 @@ def categorical_table(ens: TreeEnsemble, nodes: np.ndarray):
 ACCUMULATE = torch.float64
 
 
+def sum_in_tree_order(per_tree: torch.Tensor) -> torch.Tensor:
+    """(n, T, W) -> (n, W), adding tree after tree from 0 as the source libraries'
+    loops do. A float sum's rounding depends on its order and a near tie between two
+    classes is decided by that rounding; ``Tensor.sum`` reduces in blocks and does
+    not keep the order, a running sum (``cumsum``) does, on every backend."""
+    # At least one tree (the IR requires it). A non-negative index: TVM 0.27 lowers
+    # ``[:, -1]`` to an unchecked take(-1).
+    return per_tree.cumsum(dim=1).select(1, per_tree.shape[1] - 1)
+
+
+def output_blocks(ens: TreeEnsemble):
+    """For ensembles whose trees feed different outputs: the trees feeding each block
+    of ``leaf_width`` outputs, in tree order, when the blocks tile the outputs
+    (multiclass boosting); None for any other layout."""
+    width, starts = ens.leaf_width, ens.tree_output_start
+    if ens.n_outputs % width:
+        return None
+    blocks = [np.flatnonzero(starts == start) for start in range(0, ens.n_outputs, width)]
+    if sum(len(b) for b in blocks) != ens.n_trees or any(len(b) == 0 for b in blocks):
+        return None
+    return blocks
+
+
 class TreeStrategyBase(nn.Module):
     """Shared state and steps.
 
@@ -117,6 +140,11 @@ class TreeStrategyBase(nn.Module):
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
         self.register_buffer("base_score", as_buffer(ens.base_score, np.float64))
+        self.block_names = []
+        blocks = None if self.single_block else output_blocks(ens)
+        for b, trees in enumerate(blocks or []):
+            self.register_buffer(f"block{b}_trees", as_buffer(trees, np.int64))
+            self.block_names.append(f"block{b}_trees")
         self.has_missing_range = ens.has_missing_range
         self.missing_lo, self.missing_hi = (
             missing_range_bounds(ens, dtype) if self.has_missing_range else (0.0, 0.0))
@@ -205,8 +233,11 @@ class TreeStrategyBase(nn.Module):
     def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:
         """(n, T, W) float64 leaf vectors -> (n, n_outputs) aggregated raw scores."""
         if self.single_block:
-            raw = per_tree.sum(dim=1)
-        else:
+            raw = sum_in_tree_order(per_tree)
+        elif self.block_names:
+            raw = torch.cat([sum_in_tree_order(per_tree.index_select(1, getattr(self, name)))
+                             for name in self.block_names], dim=1)
+        else:  # an irregular layout: index_add keeps the order in eager mode only
             n = per_tree.shape[0]
             raw = torch.zeros((n, self.n_outputs), dtype=per_tree.dtype, device=per_tree.device)
             raw = raw.index_add(1, self.output_columns, per_tree.reshape(n, -1))

@@ -7,6 +7,7 @@ from ...ir.tree_ensemble import TreeEnsemble
 from ..registry import register_strategy
 from ._common import (
     TreeStrategyBase, always_left_column, as_buffer, node_input_columns, node_thresholds,
+    sum_in_tree_order,
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
 
@@ -173,7 +174,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             values = torch.gather(wide, 1, columns[node])
             index = 2 * index + (values <= self.level_thresholds[node]).to(index.dtype)
         leaves = self.leaf_table[index]  # (rows, trees, width)
-        raw = leaves.sum(dim=1)
+        raw = sum_in_tree_order(leaves)
         if self.mean:
             raw = raw / self.n_trees
         return raw + self.base_score

@@ -5,7 +5,9 @@ import torch
 
 from ...ir.tree_ensemble import TreeEnsemble
 from ..registry import register_strategy
-from ._common import TreeStrategyBase, as_buffer, node_input_columns, node_thresholds
+from ._common import (
+    TreeStrategyBase, as_buffer, node_input_columns, node_thresholds, sum_in_tree_order,
+)
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
 from ._layout import sibling_adjacent_order, tree_nodes
 
@@ -106,7 +108,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         for _ in range(self.max_depth):
             values = torch.gather(wide, 1, columns[node])
             node = rights[node] - (values <= self.thresholds[node]).to(torch.int64)
-        raw = self.leaf_table[node].sum(dim=1)
+        raw = sum_in_tree_order(self.leaf_table[node])
         if self.mean:
             raw = raw / self.n_trees
         return raw + self.base_score

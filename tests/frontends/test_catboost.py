@@ -173,3 +173,17 @@ def test_export_writes_nothing_in_the_working_directory(rng, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     from_catboost(_fit("RMSE", rng))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["MultiClass", "Logloss", "Poisson"])
+def test_generic_catboost_from_a_model_file_predicts_raw_values(case, rng, tmp_path):
+    """``catboost.CatBoost`` (what loading a .cbm gives) predicts raw formula values
+    whatever the loss; the converted model does the same."""
+    model = _fit(case, rng)
+    model.save_model(str(tmp_path / "model.cbm"))
+    loaded = cb.CatBoost()
+    loaded.load_model(str(tmp_path / "model.cbm"))
+    X = _inputs(from_catboost(loaded), rng)
+    converted = woodstar.convert(loaded, "torch")
+    assert not hasattr(converted, "predict_proba")
+    np.testing.assert_allclose(converted.predict(X), loaded.predict(X), rtol=1e-12, atol=1e-12)

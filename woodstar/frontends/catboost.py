@@ -109,7 +109,8 @@ def _add_oblivious_tree(builder, tree, float_features, n_dims, scale):
 
 def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
     """The IR of a CatBoost JSON export (a dict). ``kind``: "classifier", "regressor",
-    "ranker"."""
+    "ranker", or "raw" (the generic ``catboost.CatBoost``, whose predict returns the
+    raw formula values whatever the loss)."""
     info = model_json["features_info"]
     for what in ("categorical_features", "text_features", "embedding_features"):
         if info.get(what):
@@ -136,7 +137,7 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
     builder = EnsembleBuilder(n_dims)
     for tree in trees:
         _add_oblivious_tree(builder, tree, float_features, n_dims, float(scale))
-    transform = LOSSES[loss]
+    transform = "identity" if kind == "raw" else LOSSES[loss]
     if transform == "sigmoid_binary" and kind != "classifier":
         transform = "sigmoid"
     ensemble = builder.build(n_features=n_features, n_outputs=n_dims, base_score=bias,
@@ -148,6 +149,8 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
                     classes=(np.asarray(classes),), decision_rule="argmax",
                     labels_as_column=n_dims > 1,  # CatBoost's MultiClass labels are (n, 1)
                     **common)
+    elif kind == "raw":  # catboost.CatBoost (e.g. loaded from .cbm): predict gives raw values
+        head = Head(task="regression", methods=("predict",), squeeze_output=n_dims == 1, **common)
     else:
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)
@@ -155,7 +158,7 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
 
 
 _KINDS = {"CatBoostClassifier": "classifier", "CatBoostRegressor": "regressor",
-          "CatBoostRanker": "ranker"}
+          "CatBoostRanker": "ranker", "CatBoost": "raw"}
 
 
 @register_frontend("catboost", *_KINDS)

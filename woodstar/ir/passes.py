@@ -21,7 +21,8 @@ def le_thresholds(ens: TreeEnsemble, dtype) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         t = t64.astype(dtype)
         too_high = np.where(ens.comparison == LE, t.astype(np.float64) > t64, t.astype(np.float64) >= t64)
-    t = np.where(too_high, np.nextafter(t, dtype.type(-np.inf)), t).astype(dtype)
+        # (a threshold beyond float32's range rounds to inf, stepped down to the max)
+        t = np.where(too_high, np.nextafter(t, dtype.type(-np.inf)), t).astype(dtype)
     unused = (ens.left < 0) | ens.is_categorical
     return np.where(unused, dtype.type(np.inf), t).astype(dtype)
 

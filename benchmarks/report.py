@@ -12,8 +12,9 @@ DOCS = ROOT / "docs"
 IMG = DOCS / "img"
 TABLE = ROOT / "woodstar" / "lowering" / "routing_table.json"
 
-__all__ = ["write_all", "routing_table", "winners", "merge"]
+__all__ = ["write_all", "routing_table", "backend_ranking", "winners", "merge"]
 NOTES = Path(__file__).resolve().parent / "notes.md"
+SMALL_BATCHES = Path(__file__).resolve().parent / "results" / "small_batches.json"
 
 
 def merge(runs):
@@ -77,6 +78,38 @@ def _tied(cands, best):
     return {s for t, s, _ in cands if t <= t_best + slack}
 
 
+def backend_ranking(results, device="cpu"):
+    """For ``backend="auto"``: per (threads, batch), the backends ordered by the
+    geometric mean, over the models measured on every backend there, of their routed
+    route's time (``auto/<backend>``) over the fastest backend's; with the evidence
+    and each backend's median conversion time (compiling backends pay it once)."""
+    times = defaultdict(dict)
+    for c in results["cells"]:
+        if c["status"] == "ok" and c["kind"] == "woodstar" and c["strategy"] == "auto":
+            times[(c["threads"], c["batch"])].setdefault(c["model"], {})[c["backend"]] = c["median_s"]
+    compile_s = defaultdict(list)
+    for b in results["builds"]:
+        if b.get("status") == "ok" and b["candidate"].startswith("woodstar[auto/"):
+            compile_s[b["candidate"][len("woodstar[auto/"):-1]].append(b.get("compile_s") or 0.0)
+    entries = []
+    for (t, batch), per_model in sorted(times.items()):
+        compared = [set(v) for v in per_model.values() if len(v) >= 2]  # models timed on several
+        backends = set.intersection(*compared) if compared else set()
+        models = {m: v for m, v in per_model.items() if len(v) >= 2 and backends <= set(v)}
+        if len(backends) < 2 or not models:
+            continue
+        score = {b: math.exp(sum(math.log(v[b] / min(v[x] for x in backends)) for v in models.values())
+                             / len(models)) for b in backends}
+        ranking = sorted(backends, key=lambda b: (score[b], b))
+        entries.append({
+            "device": device, "threads": t, "batch": batch, "ranking": ranking,
+            "mean_ratio_to_fastest": {b: round(score[b], 3) for b in ranking},
+            "evidence": [f"{m}: " + ", ".join(f"{b} {v[b] * 1e3:.3g} ms" for b in ranking)
+                         for m, v in sorted(models.items())]})
+    return {"entries": entries,
+            "median_convert_s": {b: round(sorted(v)[len(v) // 2], 2) for b, v in sorted(compile_s.items())}}
+
+
 def routing_table(results, backend="torch", device="cpu"):
     """Depth regions per (threads, batch). The measured models are sorted by their
     deepest tree; walking up in depth, a region grows while one strategy stays tied
@@ -136,6 +169,7 @@ def routing_table(results, backend="torch", device="cpu"):
                    "git_commit": results["meta"].get("git_commit"),
                    "repeats": results["meta"]["repeats"]},
         "entries": entries,
+        "backends": backend_ranking(results, device),
     }
 
 
@@ -185,6 +219,61 @@ def _plot(results, model, threads, path):
     return True
 
 
+def _small_batches_section(path=SMALL_BATCHES):
+    """Markdown (and a plot) from benchmarks/ab_small_batches.py's results, if any."""
+    if not path.exists():
+        return [], {}
+    data = json.loads(path.read_text())
+    rows = data["results"]
+    lines = ["## Small batches: the NumPy walk", "",
+             f"`benchmarks/ab_small_batches.py` ({data['date']}, {data['cpu']}, torch "
+             f"{data['torch']}, NumPy {data['numpy']}, {data['repeats']} interleaved repeats, "
+             "one call per timing, so caches are as cold as between real requests; median ms). "
+             "`numpy-walk` and `torch` are the same converted model on the torch backend with "
+             "`small_batch_rows` forced to 128 and to 0; the router uses the walk up to "
+             "`min(128, 300000 // (trees x depth))` rows (`woodstar/lowering/routing.py`).", "",
+             "| model | threads | rows | numpy-walk | torch | walk / torch | native | onnxruntime |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = r["median_ms"]
+        native = next((v for k, v in t.items() if k.startswith("native")), None)
+        ort = t.get("onnxruntime")
+        lines.append(f"| {r['model']} | {r['threads']} | {r['rows']} | {t['numpy-walk']:.3f} | "
+                     f"{t['torch']:.3f} | {t['numpy-walk'] / t['torch']:.2f} | "
+                     f"{'–' if native is None else f'{native:.3f}'} | "
+                     f"{'–' if ort is None else f'{ort:.3f}'} |")
+    lines.append("")
+    plot = None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return lines, {}
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for model in sorted({r["model"] for r in rows}):
+        pts = sorted((r["rows"], r["median_ms"]) for r in rows if r["model"] == model and r["threads"] == 1)
+        line, = ax.plot([p[0] for p in pts], [p[1]["numpy-walk"] for p in pts], "-", marker="o",
+                        ms=3, label=f"{model} numpy-walk")
+        ax.plot([p[0] for p in pts], [p[1]["torch"] for p in pts], "--", marker="x", ms=3,
+                color=line.get_color(), label=f"{model} torch")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("rows per call")
+    ax.set_ylabel("ms per call, end to end")
+    ax.set_title("small batches, 1 thread: NumPy walk (solid) vs Torch program (dashed)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig.savefig(IMG / "small_batches_t1.png", dpi=90)
+    plt.close(fig)
+    plot = "small_batches_t1.png"
+    lines += [f"![small batches, 1 thread](img/{plot})", ""]
+    return lines, {"small": plot}
+
+
 def _command(argv_text):
     """A recorded command line as the module invocation that reproduces it."""
     args = argv_text.split()[1:]
@@ -226,6 +315,17 @@ def markdown(results, table, plots, results_path):
             flag = "" if r["unanimous"] else " (not tied at every point)"
             parts.append(f"{bound} → **{r['strategy']}**{flag} ({', '.join(r['evidence'])})")
         lines.append(f"| {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
+    ranking = table.get("backends", {})
+    if ranking.get("entries"):
+        lines += ["", "`backend=\"auto\"` reads this ranking (routed route per backend, geometric "
+                  "mean of time / fastest backend over the models measured on all of them; the "
+                  "entry nearest the call's threads at 10k rows, first installed backend wins). "
+                  "Median conversion seconds: " + ", ".join(
+                      f"{b} {v}" for b, v in ranking.get("median_convert_s", {}).items()) + ".", "",
+                  "| threads | batch | ranking (mean ratio to fastest) | evidence |", "|---|---|---|---|"]
+        for e in ranking["entries"]:
+            order = ", ".join(f"{b} ({e['mean_ratio_to_fastest'][b]:.2f})" for b in e["ranking"])
+            lines.append(f"| {e['threads']} | {e['batch']} | {order} | {'; '.join(e['evidence'])} |")
     lines += ["", "Woodstar against the fastest peer, per model (best woodstar route / best "
               "peer, median time; below 1 means woodstar is faster):", ""]
     batches = meta["batches"]
@@ -265,6 +365,7 @@ def markdown(results, table, plots, results_path):
                   "see each run's date under Method.", "",
                   "| model | threads | batch | auto (routes) | fastest explicit | auto / fastest |",
                   "|---|---|---|---|---|---|", *checks]
+    lines += ["", *_small_batches_section()[0]]
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",
@@ -304,6 +405,8 @@ def markdown(results, table, plots, results_path):
               "PYTHONPATH=. python -m woodstar.cli bench --quick --report",
               "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
               "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
+              "# the small-batch A/B behind the NumPy walk's limit (about 15 minutes)",
+              "PYTHONPATH=. python -m benchmarks.ab_small_batches",
               "```", ""]
     # ---------------------------------------------------------------- per model
     lines += ["## Results per model", "",

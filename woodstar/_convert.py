@@ -1,6 +1,7 @@
 """``woodstar.convert``: frontend -> IR -> lowering -> backend -> container."""
 
 import numpy as np
+import torch
 
 from . import constants as C
 from ._options import parse_options
@@ -8,6 +9,7 @@ from .backends import get_backend
 from .container import make_container
 from .exceptions import ConstantError
 from .frontends import find_frontend
+from .lowering.routing import choose_backend
 
 __all__ = ["convert", "convert_batch"]
 
@@ -16,7 +18,9 @@ def convert(model, backend="torch", test_input=None, device="cpu", extra_config=
     """Compile a fitted model into a tensor program with the estimator's own methods.
 
     ``backend``: "torch"/"pytorch" (eager), "torch.jit"/"torchscript" (traced),
-    "torch.compile" (Inductor), "onnx" (ONNX Runtime) or "tvm" (Apache TVM Relax).
+    "torch.compile" (Inductor), "onnx" (ONNX Runtime), "tvm" (Apache TVM Relax), or
+    "auto": the installed backend the benchmark ranked fastest for this thread count
+    (``container.backend`` says which; compiling backends take seconds to convert).
     ``test_input``: an example batch. Hummingbird needs one for its exported backends;
     woodstar makes its own example from the model's feature count, so here it is
     optional and only checked: it is run once, and a shape or dtype problem surfaces
@@ -31,6 +35,9 @@ def convert(model, backend="torch", test_input=None, device="cpu", extra_config=
 
 
 def _convert(model, backend, test_input, device, options):
+    if isinstance(backend, str) and backend.lower() == "auto":
+        n_threads = options.n_threads or torch.get_num_threads()
+        backend = choose_backend("auto", n_threads, str(device).split(":")[0])
     backend_cls = get_backend(backend)
     model_ir = find_frontend(model)(model, options)
     container = make_container(model_ir, backend_cls, options, device)

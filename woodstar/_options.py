@@ -35,6 +35,7 @@ class Options:
     output_names: Optional[Tuple[str, ...]] = None
     container: bool = True
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET
+    small_batch_rows: Optional[int] = None  # None: the measured default; 0: off
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -99,4 +100,7 @@ def parse_options(extra_config) -> Options:
         fields["container"] = bool(cfg[C.CONTAINER])
     if cfg.get(C.MEMORY_BUDGET_BYTES) is not None:
         fields["memory_budget_bytes"] = _positive_int(C.MEMORY_BUDGET_BYTES, cfg[C.MEMORY_BUDGET_BYTES])
+    if cfg.get(C.SMALL_BATCH_ROWS) is not None:
+        value = cfg[C.SMALL_BATCH_ROWS]
+        fields["small_batch_rows"] = 0 if value == 0 else _positive_int(C.SMALL_BATCH_ROWS, value)
     return Options(**fields)

@@ -14,6 +14,7 @@ __all__ = [
     "OUTPUT_NAMES",
     "CONTAINER",
     "MEMORY_BUDGET_BYTES",
+    "SMALL_BATCH_ROWS",
     "KNOWN_KEYS",
 ]
 
@@ -42,6 +43,11 @@ CONTAINER = "container"
 MEMORY_BUDGET_BYTES = "memory_budget_bytes"
 """Woodstar's own key: the most memory one batch's intermediates may take."""
 
+SMALL_BATCH_ROWS = "small_batch_rows"
+"""Woodstar's own key: on the torch backend on CPU, batches of at most this many rows
+run a NumPy walk of the trees (same answers, less per-call overhead); 0 turns it off.
+Default: the measured crossover (lowering/routing.py)."""
+
 KNOWN_KEYS = (
     N_THREADS,
     BATCH_SIZE,
@@ -55,4 +61,5 @@ KNOWN_KEYS = (
     OUTPUT_NAMES,
     CONTAINER,
     MEMORY_BUDGET_BYTES,
+    SMALL_BATCH_ROWS,
 )

@@ -12,6 +12,8 @@ from ._input import to_feature_matrix
 from ._options import Options
 from .ir import ModelIR
 from .lowering import choose_strategy, lower_tree_ensemble
+from .lowering.numpy_walk import NumpyTreeWalk
+from .lowering.routing import small_batch_rows
 
 __all__ = ["ConvertedModel", "make_container"]
 
@@ -31,6 +33,8 @@ class ConvertedModel:
         self.device = torch.device(device)
         self._programs = programs
         self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
+        self._walks = {}  # precision -> NumpyTreeWalk, for tiny batches
+        self._small_rows = self._small_batch_limit()
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -76,6 +80,28 @@ class ConvertedModel:
             self._programs[precision] = program
         return program
 
+    def _small_batch_limit(self) -> int:
+        """Rows up to which a call runs the NumPy walk instead of the Torch program:
+        torch backend only (the others were chosen for their runtime), not when the
+        user named a tree strategy (unless they also set ``small_batch_rows``), not
+        with padded batches, and only for ensembles the walk takes."""
+        options = self.options
+        if self.backend != "torch" or not NumpyTreeWalk.supports(self.ir.ensemble):
+            return 0
+        if options.tvm_pad_input and options.batch_size is not None:
+            return 0  # every call at one shape was asked for: the program's
+        if options.small_batch_rows is not None:
+            return options.small_batch_rows
+        if options.tree_implementation is not None:
+            return 0
+        return small_batch_rows(self.ir.ensemble)
+
+    def _walk(self, precision) -> NumpyTreeWalk:
+        walk = self._walks.get(precision)
+        if walk is None:
+            walk = self._walks[precision] = NumpyTreeWalk(self.ir.ensemble, precision)
+        return walk
+
     @property
     def strategy(self) -> str:
         """The tree strategy of the default program."""
@@ -120,8 +146,10 @@ class ConvertedModel:
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
         precision = self._precision_for(X)
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
-        program = self._program(precision)
         n = X.shape[0]
+        if n <= self._small_rows and self.device.type == "cpu":
+            return self._walk(precision)(X)
+        program = self._program(precision)
         step = self._rows_per_batch(precision, n)
         pad = self.options.tvm_pad_input and self.options.batch_size is not None
         if n <= step and not (pad and n < step):

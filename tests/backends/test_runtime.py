@@ -31,7 +31,8 @@ def test_torch_runs_under_n_threads_and_restores(sk_models):
     model, X = sk_models["rf"]
     before = torch.get_num_threads()
     n = 1 if before != 1 else 2
-    converted = woodstar.convert(model, "torch", extra_config={"n_threads": n})
+    # small_batch_rows=0: five rows would otherwise take the NumPy walk, not Torch
+    converted = woodstar.convert(model, "torch", extra_config={"n_threads": n, "small_batch_rows": 0})
     seen = []
     converted._programs["float32"].module.register_forward_hook(
         lambda *args: seen.append(torch.get_num_threads()))

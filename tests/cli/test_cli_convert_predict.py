@@ -194,7 +194,8 @@ def test_convert_catboost_model_file(tmp_path, capsys):
     _needs_frontend("catboost", "CatBoost")
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(200, 4)), rng.normal(size=200)
-    model = catboost.CatBoostRegressor(iterations=5, depth=3, verbose=False).fit(X, y)
+    model = catboost.CatBoostRegressor(iterations=5, depth=3, verbose=False,
+                                       allow_writing_files=False).fit(X, y)
     model.save_model(str(tmp_path / "model.cbm"))
     assert main(["convert", str(tmp_path / "model.cbm"), "--backend", "torch",
                  "--output", str(tmp_path / "m.wz")]) == 0, capsys.readouterr().err

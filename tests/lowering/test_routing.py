@@ -106,3 +106,47 @@ def test_table_file_round_trips(tmp_path):
     path.write_text(json.dumps(TABLE))
     assert routing.load_table(path)["entries"][0]["batch"] == 1
     assert routing.load_table(tmp_path / "missing.json") is None
+
+
+# ------------------------------------------------------------------ backend="auto"
+BACKEND_TABLE = {"backends": {"entries": [
+    {"device": "cpu", "threads": 1, "batch": 10_000, "ranking": ["tvm", "onnx", "torch"]},
+    {"device": "cpu", "threads": 1, "batch": 1, "ranking": ["onnx", "torch"]},
+    {"device": "cpu", "threads": 2, "batch": 10_000, "ranking": ["torch.compile", "torch"]},
+]}}
+
+
+def test_auto_takes_the_first_installed_backend_of_the_nearest_entry():
+    everything = lambda name: True  # noqa: E731
+    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=everything) == "tvm"
+    assert routing.choose_backend("AUTO", 3, table=BACKEND_TABLE, available=everything) == "torch.compile"
+    no_tvm = lambda name: name != "tvm"  # noqa: E731
+    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=no_tvm) == "onnx"
+    nothing = lambda name: False  # noqa: E731
+    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=nothing) == "torch"
+
+
+def test_auto_without_evidence_is_torch():
+    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, device="cuda") == "torch"
+    assert routing.choose_backend("auto", 1, table={}) == "torch"
+    assert routing.choose_backend("onnx", 1, table=BACKEND_TABLE) == "onnx"  # a name is kept
+
+
+def test_convert_auto_builds_the_chosen_backend(forest, monkeypatch, rng):
+    import woodstar
+
+    model, X = forest
+    monkeypatch.setattr(routing, "load_table", lambda path=None: {
+        "backends": {"entries": [{"device": "cpu", "threads": 1, "batch": 10_000,
+                                  "ranking": ["no-such-backend", "torch.jit", "torch"]}]}})
+    converted = woodstar.convert(model, "auto", extra_config={"n_threads": 1})
+    assert converted.backend == "torch.jit"
+    rows = X[rng.integers(0, len(X), 50)].astype(np.float32)
+    np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
+
+
+def test_shipped_table_ranks_backends():
+    table = routing.load_table()
+    entries = table["backends"]["entries"]
+    assert entries and all(e["ranking"] and e["device"] == "cpu" for e in entries)
+    assert routing.choose_backend("auto", 1, table=table) in set(entries[0]["ranking"]) | {"torch"}

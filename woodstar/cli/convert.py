@@ -33,7 +33,8 @@ def register(subparsers):
         description=__doc__.split("\n\n")[0])
     parser.add_argument("model_file", metavar="MODEL_FILE")
     parser.add_argument("--backend", required=True,
-                        help="torch, torch.jit, torch.compile, onnx or tvm (aliases accepted)")
+                        help="torch, torch.jit, torch.compile, onnx, tvm (aliases accepted), or auto: "
+                             "the fastest installed one by the benchmark's ranking")
     parser.add_argument("--output", "-o", required=True, help="where to save the compiled model")
     parser.add_argument("--test-input", metavar="FILE.npy",
                         help="an example batch (.npy, read without pickle), run once to check")

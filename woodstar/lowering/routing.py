@@ -13,10 +13,10 @@ Lookup: the entry with the nearest thread count, then the nearest measured batch
 no table, or no entry for the device, the depth rule of Hummingbird is the fallback.
 A user's explicit ``tree_implementation`` always wins.
 
-``backend="auto"`` (a later release): the table is keyed by backend already, so the
-same lookup over every available backend's entries, comparing their measured times,
-is the hook (``choose_backend``); until then every backend reads the torch entries
-when it has none of its own.
+``backend="auto"``: the table also ranks the backends (``backends``: each backend's
+routed route timed on the same models, per thread count and batch); ``choose_backend``
+takes the first installed one in the entry nearest the call's threads at 10k rows.
+Every backend reads the torch strategy entries when it has none of its own.
 """
 
 import functools
@@ -30,13 +30,23 @@ from ..exceptions import MissingConverter
 from ..ir.tree_ensemble import TreeEnsemble
 from .registry import get_strategy, strategy_names
 
-__all__ = ["choose_strategy", "load_table", "lookup", "choose_backend",
-           "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH"]
+__all__ = ["choose_strategy", "load_table", "lookup", "choose_backend", "small_batch_rows",
+           "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH", "SMALL_BATCH_STEPS"]
 
 TABLE_PATH = Path(__file__).with_name("routing_table.json")
 GEMM_MAX_DEPTH = 3        # fallback rule only (no table entry)
 PERFECT_MAX_DEPTH = 10    # fallback rule only
 DEFAULT_ROWS = 10_000     # the batch assumed when a caller does not say
+
+# The NumPy walk (numpy_walk.py) costs about a microsecond per NumPy call and level,
+# growing with rows x trees x depth, while a Torch program pays about 8 us per
+# operator whatever the rows. benchmarks/ab_small_batches.py (1 and 2 threads, 1..128
+# rows, six models) had the walk ahead everywhere except the 1000-tree depth-19
+# LightGBM model from 16 rows (~300k steps: a tie at one thread, behind from 32 rows)
+# and the 500-tree 256-leaf one at 64+ rows and one thread; the limit sits at that
+# crossover (docs/benchmarks.md, "Small batches").
+SMALL_BATCH_STEPS = 300_000   # rows x trees x depth
+SMALL_BATCH_MAX_ROWS = 128    # the largest batch measured
 
 
 @functools.lru_cache(maxsize=4)
@@ -111,8 +121,37 @@ def choose_strategy(ens: TreeEnsemble, requested, dtype: str, budget_bytes: int,
     return get_strategy("tree_trav", owner)
 
 
-def choose_backend(requested: str) -> str:
-    """Hook for ``backend="auto"``: today every backend but torch is opt-in, so "auto"
-    means "torch". Once other backends have their own entries in the routing table,
-    compare their measured regions here (same keys: device, threads, batch, depth)."""
-    return "torch" if requested == "auto" else requested
+def choose_backend(requested: str, n_threads=None, device="cpu", table=None, available=None) -> str:
+    """The backend for ``backend="auto"`` (any other name is returned as given).
+
+    The table's ``backends`` ranking (written by the benchmark report from each
+    backend's routed route on the same models) for the nearest thread count at the
+    default batch; the first installed backend in it wins. No evidence for the device
+    (e.g. CUDA), or nothing installed from the ranking: "torch". ``available`` (a
+    name -> bool callable) is for tests; by default the backends' own probes."""
+    if not (isinstance(requested, str) and requested.lower() == "auto"):
+        return requested
+    if table is None:
+        table = load_table()
+    entries = [e for e in ((table or {}).get("backends") or {}).get("entries", [])
+               if e.get("device") == device]
+    if not entries:
+        return "torch"
+    if n_threads is None:
+        import torch
+
+        n_threads = torch.get_num_threads()
+    threads = min({e["threads"] for e in entries}, key=lambda t: (abs(t - n_threads), t))
+    entries = [e for e in entries if e["threads"] == threads]
+    entry = min(entries, key=lambda e: (abs(math.log(e["batch"]) - math.log(DEFAULT_ROWS)), e["batch"]))
+    if available is None:
+        from ..backends import all_backends
+
+        backends = all_backends()
+        available = lambda name: name in backends and backends[name].is_available()[0]  # noqa: E731
+    return next((name for name in entry["ranking"] if available(name)), "torch")
+
+def small_batch_rows(ens: TreeEnsemble) -> int:
+    """Rows up to which the torch backend on CPU runs the NumPy walk for ``ens``."""
+    steps_per_row = ens.n_trees * max(1, int(np.max(ens.tree_depths())))
+    return int(min(SMALL_BATCH_MAX_ROWS, SMALL_BATCH_STEPS // steps_per_row))

@@ -1,0 +1,103 @@
+"""A/B of the NumPy walk for small batches against the Torch program, on the public
+path (``converted.predict_proba`` from float32 NumPy), interleaved in a shuffled
+order, answers checked against the native model first. Also times the native model
+and, where installed, ONNX Runtime through skl2onnx/onnxmltools at the same rows.
+
+Usage: PYTHONPATH=. python -m benchmarks.ab_small_batches [models] [--threads 1,2]
+Writes benchmarks/results/small_batches.json (read by the report).
+"""
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import woodstar
+from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
+from benchmarks.models import MODEL_SPECS, load_model, test_rows
+
+ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
+OUT = Path(__file__).parent / "results" / "small_batches.json"
+
+
+def _peers(spec, model, threads):
+    """The harness's own peer builders (same conversions and thread settings)."""
+    peers = {}
+    for make in (_native, _onnxruntime):
+        candidate = make(spec, model)
+        try:
+            peers[candidate.name] = candidate.build(threads).fn
+        except NotAvailable:
+            pass
+    return peers
+
+
+def measure(names, threads_list, repeats):
+    results = []
+    for name in names:
+        spec = MODEL_SPECS[name]
+        model = load_model(spec)
+        for threads in threads_list:
+            torch.set_num_threads(threads)
+            routes = {
+                "numpy-walk": woodstar.convert(model, "torch", extra_config={
+                    "n_threads": threads, "small_batch_rows": max(ROWS)}),
+                "torch": woodstar.convert(model, "torch", extra_config={
+                    "n_threads": threads, "small_batch_rows": 0}),
+            }
+            fns = {k: c.predict_proba for k, c in routes.items()}
+            fns.update(_peers(spec, model, threads))
+            strategy = routes["torch"].strategy
+            for rows in ROWS:
+                X = test_rows(spec, rows)
+                expected = as_proba(model.predict_proba(X), spec.n_classes)
+                for key, fn in fns.items():
+                    got = as_proba(fn(X), spec.n_classes)
+                    # XGBoost sums in float32 (woodstar in float64); peers convert to float32.
+                    tol = 1e-12 if key in routes and spec.library != "xgboost" else 1e-5
+                    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
+                    fn(X)  # warm-up
+                times = {k: [] for k in fns}
+                for _ in range(repeats):
+                    order = list(fns)
+                    random.shuffle(order)
+                    for key in order:
+                        start = time.perf_counter()
+                        fns[key](X)
+                        times[key].append(time.perf_counter() - start)
+                row = {"model": name, "threads": threads, "rows": rows,
+                       "n_nodes": int(routes["torch"].ir.ensemble.n_nodes), "torch_strategy": strategy,
+                       "median_ms": {k: 1e3 * statistics.median(v) for k, v in times.items()}}
+                results.append(row)
+                cells = "  ".join(f"{k} {v:.3f}" for k, v in row["median_ms"].items())
+                print(f"{name:14s} t={threads} rows={rows:4d}  {cells}", flush=True)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("models", nargs="*", default=["rf_100x8", "gbdt_100x3", "lgbm_multi10",
+                                                       "rf_50x20", "xgb_500x8", "lgbm_500x256"])
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--repeats", type=int, default=40)
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    results = measure(args.models, threads, args.repeats)
+    if OUT.exists():  # keep earlier runs' other models
+        earlier = json.loads(OUT.read_text()).get("results", [])
+        results = [r for r in earlier if r["model"] not in args.models] + results
+    OUT.write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__, "numpy": np.__version__, "repeats": args.repeats,
+        "results": results}, indent=1))
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

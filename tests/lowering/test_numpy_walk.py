@@ -1,0 +1,97 @@
+"""The NumPy walk for small batches == the IR reference to the bit (raw scores), on
+hand-built edge trees with NaN, +-inf, values on thresholds and missing ranges; and
+the container uses it only where it should."""
+
+import numpy as np
+import pytest
+
+from woodstar.exceptions import ConstantError
+from woodstar.ir.reference import predict
+from woodstar.lowering.numpy_walk import NumpyTreeWalk
+
+from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble
+from .test_gbdt_semantics import _inputs as missing_range_inputs
+from .test_strategies import CASES, inputs, random_ensemble
+
+NUMERICAL_CASES = sorted(c for c in CASES if "categorical" not in CASES[c])
+
+
+@pytest.mark.parametrize("rows", [1, 3, 300])
+@pytest.mark.parametrize("case", NUMERICAL_CASES)
+def test_walk_matches_reference(case, rows, precision, rng):
+    ens = random_ensemble(rng, **CASES[case])
+    X = inputs(rng, ens.n_features, n=rows)
+    if precision == "float32" or ens.input_precision == "float32":
+        X = X.astype(np.float32).astype(np.float64)
+    raw_ref, transformed_ref = predict(ens, X)
+    raw, transformed = NumpyTreeWalk(ens, precision)(X.astype(precision))
+    np.testing.assert_array_equal(raw, raw_ref)
+    np.testing.assert_allclose(transformed, transformed_ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("missing_range", [(-ZERO, ZERO), (-999.0, -999.0)])
+def test_walk_treats_the_missing_range_as_missing(missing_range, rng):
+    ens = missing_range_ensemble(rng, missing_range, comparison=0, categorical=False)
+    X = missing_range_inputs(rng, ens.n_features, n=50)
+    np.testing.assert_array_equal(NumpyTreeWalk(ens, "float64")(X)[0], predict(ens, X)[0])
+
+
+def test_walk_refuses_categorical_ensembles(rng):
+    ens = random_ensemble(rng, **CASES["categorical-exact"])
+    assert not NumpyTreeWalk.supports(ens)
+    with pytest.raises(ValueError, match="categorical"):
+        NumpyTreeWalk(ens, "float32")
+
+
+# ---------------------------------------------------------------- in the container
+sklearn = pytest.importorskip("sklearn")
+from sklearn import ensemble as sk_ensemble  # noqa: E402
+
+import woodstar  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def forest():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 5))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = rng.integers(0, 3, 300)
+    return sk_ensemble.RandomForestClassifier(20, max_depth=6, random_state=0).fit(X, y), X
+
+
+def test_small_batches_take_the_walk_and_match_the_source(forest, rng):
+    model, X = forest
+    converted = woodstar.convert(model, "torch")
+    assert converted._small_rows >= 8
+    calls = []
+    walk = converted._walk("float32")
+    converted._walks["float32"] = lambda batch: calls.append(len(batch)) or walk(batch)
+    X_test = X[rng.integers(0, len(X), 40)].astype(np.float32)
+    for i in range(20):  # one row at a time: every call goes through the walk
+        np.testing.assert_array_equal(converted.predict_proba(X_test[i:i + 1]),
+                                      model.predict_proba(X_test[i:i + 1]))
+        assert converted.predict(X_test[i:i + 1]) == model.predict(X_test[i:i + 1])
+    assert calls and set(calls) == {1}
+    big = np.repeat(X_test, 20, axis=0)  # above the limit: the Torch program
+    np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
+    assert len(big) not in calls
+
+
+@pytest.mark.parametrize("extra_config, backend", [
+    ({"small_batch_rows": 0}, "torch"),
+    ({"tree_implementation": "tree_trav"}, "torch"),
+    ({}, "torch.jit"),
+])
+def test_walk_is_off_when_asked_or_not_torch(forest, extra_config, backend):
+    model, X = forest
+    converted = woodstar.convert(model, backend, extra_config=extra_config)
+    assert converted._small_rows == 0
+    converted.predict_proba(X[:1])
+    assert not converted._walks
+
+
+def test_small_batch_rows_is_validated(forest):
+    model, _ = forest
+    with pytest.raises(ConstantError, match="small_batch_rows"):
+        woodstar.convert(model, "torch", extra_config={"small_batch_rows": -3})
+    assert woodstar.convert(model, "torch", extra_config={"small_batch_rows": 5})._small_rows == 5

@@ -1,0 +1,101 @@
+"""A NumPy program for small batches: the tree-traversal walk without Torch.
+
+At a handful of rows the Torch program's time is per-operator dispatch (about 8 us
+an operator on the 2-core reference machine), not work; the same walk in NumPy does
+the same comparisons on the same layout for about 1 us a call (docs/benchmarks.md,
+"small batches"). It is exact
+for the same reasons: thresholds rounded by ``le_thresholds`` in the route's dtype,
+NaN routed by the widened input, trees added in order from the base score (a running
+sum, as every strategy does). Ensembles with categorical splits or linear leaves are
+left to Torch (``supports``).
+"""
+
+import numpy as np
+
+from ..ir.passes import fold_base_score
+from ..ir.transforms import apply_post_transform
+from ..ir.tree_ensemble import TreeEnsemble
+from .trees._common import missing_range_bounds, node_input_columns, node_thresholds
+from .trees._fast import spread_leaf_table
+from .trees._layout import sibling_adjacent_order, tree_nodes
+
+__all__ = ["NumpyTreeWalk"]
+
+
+class NumpyTreeWalk:
+    """Callable ``X (n, n_features) of dtype -> (raw, transformed)``, float64."""
+
+    @staticmethod
+    def supports(ens: TreeEnsemble) -> bool:
+        return not (ens.has_categorical or ens.has_linear_leaves)
+
+    def __init__(self, ens: TreeEnsemble, dtype: str):
+        if not self.supports(ens):
+            raise ValueError("the NumPy walk does not take categorical splits or linear leaves")
+        ens = fold_base_score(ens)
+        self.dtype = np.dtype(dtype)
+        self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
+        self.n_trees = ens.n_trees
+        self.mean = ens.aggregation == "mean"
+        self.base_score = ens.base_score.copy()
+        self.has_missing_range = ens.has_missing_range
+        if self.has_missing_range:
+            self.missing_lo, self.missing_hi = missing_range_bounds(ens, dtype)
+        # The tree-traversal layout: a right child right after its left sibling, so a
+        # step is ``node = right[node] - (x <= t)``; a leaf points at itself.
+        order = np.concatenate([
+            tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
+            for t in range(ens.n_trees)])
+        new_index = np.empty_like(order)
+        new_index[order] = np.arange(len(order))
+        is_leaf = ens.left[order] < 0
+        tree_of_node = np.repeat(np.arange(ens.n_trees), ens.tree_sizes())
+        left_global = ens.tree_offsets[tree_of_node[order]] + np.maximum(ens.left[order], 0)
+        self.rights = (np.where(is_leaf, np.arange(len(order)), new_index[left_global]) + 1).astype(np.intp)
+        self.roots = new_index[ens.tree_offsets[:-1]].astype(np.intp)
+        self.columns = node_input_columns(ens)[order].astype(np.intp)
+        self.thresholds = node_thresholds(ens, dtype)[order]
+        self.max_depth = int(ens.tree_depths().max())
+        single_block = bool(np.all(ens.tree_output_start == 0) and ens.leaf_width == ens.n_outputs)
+        self.leaf_table = spread_leaf_table(ens, order, tree_of_node[order], single_block, np.float64)
+        # The IR's own NumPy definition of the transform (Torch's would cost more than
+        # the walk); both agree with the source library to the parity bound.
+        self.post_transform = ens.post_transform
+        self.post_transform_scale = ens.post_transform_scale
+
+    def _widen(self, x: np.ndarray) -> np.ndarray:
+        if self.round_to_float32:
+            x = x.astype(np.float32).astype(np.float64)
+        blocks = [x, np.where(np.isnan(x), -np.inf, x)]
+        if self.has_missing_range:
+            r = np.where((x >= self.missing_lo) & (x <= self.missing_hi), np.nan, x)
+            blocks += [r, np.where(np.isnan(r), -np.inf, r)]
+        return np.concatenate(blocks, axis=1)
+
+    def raw(self, X: np.ndarray) -> np.ndarray:
+        wide = self._widen(np.asarray(X, dtype=self.dtype))
+        n = wide.shape[0]
+        columns, thresholds, rights = self.columns, self.thresholds, self.rights
+        # One level per step over (rows, trees): six NumPy calls a level whatever the
+        # forest's size. (Testing every node at once, as perf_tree_trav does for tiny
+        # batches, reads every node's data and lost at every measured size.)
+        if n == 1:
+            row = wide[0]
+            node = self.roots
+            for _ in range(self.max_depth):
+                node = rights[node] - (row[columns[node]] <= thresholds[node])
+            node = node[None, :]
+        else:
+            flat = wide.ravel()
+            row_start = (np.arange(n, dtype=np.intp) * wide.shape[1])[:, None]
+            node = np.broadcast_to(self.roots, (n, self.n_trees))
+            for _ in range(self.max_depth):
+                node = rights[node] - (flat[row_start + columns[node]] <= thresholds[node])
+        raw = np.cumsum(self.leaf_table[node], axis=1)[:, -1]  # in tree order
+        if self.mean:
+            raw = raw / self.n_trees
+        return raw + self.base_score
+
+    def __call__(self, X: np.ndarray):
+        raw = self.raw(X)
+        return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)

@@ -17,7 +17,7 @@ from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
 from .trees._common import missing_range_bounds, node_input_columns, node_thresholds
 from .trees._fast import spread_leaf_table
-from .trees._layout import sibling_adjacent_order, tree_nodes
+from .trees._layout import sibling_adjacent_layout
 
 __all__ = ["NumpyTreeWalk"]
 
@@ -41,23 +41,15 @@ class NumpyTreeWalk:
         self.has_missing_range = ens.has_missing_range
         if self.has_missing_range:
             self.missing_lo, self.missing_hi = missing_range_bounds(ens, dtype)
-        # The tree-traversal layout: a right child right after its left sibling, so a
-        # step is ``node = right[node] - (x <= t)``; a leaf points at itself.
-        order = np.concatenate([
-            tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
-            for t in range(ens.n_trees)])
-        new_index = np.empty_like(order)
-        new_index[order] = np.arange(len(order))
-        is_leaf = ens.left[order] < 0
-        tree_of_node = np.repeat(np.arange(ens.n_trees), ens.tree_sizes())
-        left_global = ens.tree_offsets[tree_of_node[order]] + np.maximum(ens.left[order], 0)
-        self.rights = (np.where(is_leaf, np.arange(len(order)), new_index[left_global]) + 1).astype(np.intp)
-        self.roots = new_index[ens.tree_offsets[:-1]].astype(np.intp)
+        # The tree-traversal layout: a step is ``node = right[node] - (x <= t)``.
+        order, rights, roots, tree_of_node = sibling_adjacent_layout(ens)
+        self.rights = rights.astype(np.intp)
+        self.roots = roots.astype(np.intp)
         self.columns = node_input_columns(ens)[order].astype(np.intp)
         self.thresholds = node_thresholds(ens, dtype)[order]
         self.max_depth = int(ens.tree_depths().max())
         single_block = bool(np.all(ens.tree_output_start == 0) and ens.leaf_width == ens.n_outputs)
-        self.leaf_table = spread_leaf_table(ens, order, tree_of_node[order], single_block, np.float64)
+        self.leaf_table = spread_leaf_table(ens, order, tree_of_node, single_block, np.float64)
         # The IR's own NumPy definition of the transform (Torch's would cost more than
         # the walk); both agree with the source library to the parity bound.
         self.post_transform = ens.post_transform

@@ -4,7 +4,7 @@ import numpy as np
 
 from ...ir.tree_ensemble import TreeEnsemble
 
-__all__ = ["tree_nodes", "sibling_adjacent_order", "leaf_paths"]
+__all__ = ["tree_nodes", "sibling_adjacent_order", "sibling_adjacent_layout", "leaf_paths"]
 
 
 def tree_nodes(ens: TreeEnsemble, t: int):
@@ -22,6 +22,25 @@ def sibling_adjacent_order(left: np.ndarray, right: np.ndarray) -> np.ndarray:
             order.append(int(left[node]))
             order.append(int(right[node]))
     return np.asarray(order, dtype=np.int64)
+
+
+def sibling_adjacent_layout(ens: TreeEnsemble):
+    """Every tree renumbered by ``sibling_adjacent_order``, one after another, so that a
+    walk step is ``node = right[node] - (x <= t)`` (left child = right child - 1).
+
+    Returns ``(order, rights, roots, tree_of_node)``: the IR node at each new position;
+    per new position the new index of its right child (a leaf's is itself + 1, and its
+    test always says left, so it stays put); each tree's root; the tree of each new
+    position."""
+    order = np.concatenate([tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
+                            for t in range(ens.n_trees)])
+    new_index = np.empty_like(order)
+    new_index[order] = np.arange(len(order))
+    is_leaf = ens.left[order] < 0
+    tree_of_node = np.repeat(np.arange(ens.n_trees), ens.tree_sizes())[order]
+    left_global = ens.tree_offsets[tree_of_node] + np.maximum(ens.left[order], 0)
+    rights = np.where(is_leaf, np.arange(len(order)), new_index[left_global]) + 1
+    return order, rights, new_index[ens.tree_offsets[:-1]], tree_of_node
 
 
 def leaf_paths(left: np.ndarray, right: np.ndarray):

@@ -9,7 +9,7 @@ from ._common import (
     TreeStrategyBase, as_buffer, node_input_columns, node_thresholds, sum_in_tree_order,
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
-from ._layout import sibling_adjacent_order, tree_nodes
+from ._layout import sibling_adjacent_layout
 
 __all__ = ["TreeTraversalTrees"]
 
@@ -47,18 +47,10 @@ class TreeTraversalTrees(TreeStrategyBase):
         super().__init__(ens, dtype)
         columns = node_input_columns(ens)
         thresholds = node_thresholds(ens, dtype)
-        order = np.concatenate([
-            tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
-            for t in range(ens.n_trees)])
-        new_index = np.empty_like(order)
-        new_index[order] = np.arange(len(order))
+        order, new_right, roots, tree_of_node = sibling_adjacent_layout(ens)
         is_leaf = ens.left[order] < 0
-        # Global index of the left child in the new numbering (self for leaves).
-        tree_of_node = np.repeat(np.arange(ens.n_trees), ens.tree_sizes())
-        old_left_global = ens.tree_offsets[tree_of_node[order]] + np.maximum(ens.left[order], 0)
-        new_right = np.where(is_leaf, np.arange(len(order)), new_index[old_left_global]) + 1
         self.max_depth = int(ens.tree_depths().max())
-        self.register_buffer("roots", as_buffer(new_index[ens.tree_offsets[:-1]]))
+        self.register_buffer("roots", as_buffer(roots))
         self.register_buffer("columns", as_buffer(columns[order]))
         self.register_buffer("thresholds", as_buffer(thresholds[order]))
         self.register_buffer("rights", as_buffer(new_right, np.int64))
@@ -75,7 +67,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("columns32", as_buffer(columns[order], np.int32))
         self.register_buffer("rights32", as_buffer(new_right, np.int32))
         self.register_buffer("leaf_table", as_buffer(spread_leaf_table(
-            ens, order, tree_of_node[order], self.single_block, np.float64)))
+            ens, order, tree_of_node, self.single_block, np.float64)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.has_categorical or self.has_linear:

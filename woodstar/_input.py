@@ -78,8 +78,11 @@ def to_feature_matrix(X, head: Head, dtype, source_precision="float64") -> np.nd
         raise ValueError(
             f"{head.estimator} expects {head.n_features} features; got {X.shape[1]} "
             f"(input shape {X.shape}).")
-    with np.errstate(over="ignore"):
-        X = np.ascontiguousarray(X, dtype=dtype)
+    if X.dtype == dtype and X.flags.c_contiguous:
+        pass  # the common case: nothing to convert (and no errstate to enter)
+    else:
+        with np.errstate(over="ignore"):
+            X = np.ascontiguousarray(X, dtype=dtype)
     if X.size and not (head.allows_nan and head.allows_inf):
         _check_finite(X, head, source_precision)
     if X.size and head.inf_rejected_features:
@@ -91,9 +94,14 @@ def to_feature_matrix(X, head: Head, dtype, source_precision="float64") -> np.nd
     return X
 
 
+_MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+
+
 def _check_finite(X, head, source_precision):
+    if X.dtype.itemsize <= np.dtype(source_precision).itemsize and np.isfinite(X).all():
+        return  # finite values of a type no wider than the source's are in its range
     with np.errstate(invalid="ignore"):
-        in_range = np.abs(X) <= np.finfo(source_precision).max
+        in_range = np.abs(X) <= _MAX[str(np.dtype(source_precision))]
     if in_range.all():
         return
     is_nan = np.isnan(X)

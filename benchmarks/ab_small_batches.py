@@ -1,6 +1,7 @@
-"""A/B of the NumPy walk for small batches against the Torch program, on the public
-path (``converted.predict_proba`` from float32 NumPy), interleaved in a shuffled
-order, answers checked against the native model first. Also times the native model
+"""A/B of the small-batch routes (ONNX Runtime's tree kernel from the IR, the NumPy
+walk) against the Torch program, on the public path (``converted.predict_proba`` from
+float32 NumPy), interleaved in a shuffled order, answers checked against the native
+model first. Also times the native model
 and, where installed, ONNX Runtime through skl2onnx/onnxmltools at the same rows.
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_small_batches [models] [--threads 1,2]
@@ -22,7 +23,7 @@ import woodstar
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
-ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
+ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024)
 OUT = Path(__file__).parent / "results" / "small_batches.json"
 
 
@@ -38,7 +39,7 @@ def _peers(spec, model, threads):
     return peers
 
 
-def measure(names, threads_list, repeats):
+def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
     results = []
     for name in names:
         spec = MODEL_SPECS[name]
@@ -46,15 +47,22 @@ def measure(names, threads_list, repeats):
         for threads in threads_list:
             torch.set_num_threads(threads)
             routes = {
+                "onnx-ml": woodstar.convert(model, "torch", extra_config={
+                    "n_threads": threads, "small_batch_rows": max(rows_list)}),
                 "numpy-walk": woodstar.convert(model, "torch", extra_config={
-                    "n_threads": threads, "small_batch_rows": max(ROWS)}),
+                    "n_threads": threads, "small_batch_rows": max(rows_list)}),
                 "torch": woodstar.convert(model, "torch", extra_config={
                     "n_threads": threads, "small_batch_rows": 0}),
             }
+            routes["numpy-walk"]._small_route = "numpy"  # the route without onnxruntime
+            if routes["onnx-ml"]._small_route != "onnx-ml":
+                del routes["onnx-ml"]  # onnxruntime missing, or a model it does not take
+            for route in skip:
+                routes.pop(route, None)
             fns = {k: c.predict_proba for k, c in routes.items()}
             fns.update(_peers(spec, model, threads))
             strategy = routes["torch"].strategy
-            for rows in ROWS:
+            for rows in rows_list:
                 X = test_rows(spec, rows)
                 expected = as_proba(model.predict_proba(X), spec.n_classes)
                 for key, fn in fns.items():
@@ -71,7 +79,7 @@ def measure(names, threads_list, repeats):
                         start = time.perf_counter()
                         fns[key](X)
                         times[key].append(time.perf_counter() - start)
-                row = {"model": name, "threads": threads, "rows": rows,
+                row = {"model": name, "threads": threads, "rows": rows, "repeats": repeats,
                        "n_nodes": int(routes["torch"].ir.ensemble.n_nodes), "torch_strategy": strategy,
                        "median_ms": {k: 1e3 * statistics.median(v) for k, v in times.items()}}
                 results.append(row)
@@ -86,15 +94,20 @@ def main(argv=None):
                                                        "rf_50x20", "xgb_500x8", "lgbm_500x256"])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--rows", default=",".join(map(str, ROWS)))
+    parser.add_argument("--skip", default="", help="routes not to time, e.g. numpy-walk")
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
-    results = measure(args.models, threads, args.repeats)
-    if OUT.exists():  # keep earlier runs' other models
+    rows = [int(r) for r in args.rows.split(",")]
+    results = measure(args.models, threads, args.repeats, rows, [s for s in args.skip.split(",") if s])
+    if OUT.exists():  # keep earlier runs' other cells
+        measured = {(r["model"], r["threads"], r["rows"]) for r in results}
         earlier = json.loads(OUT.read_text()).get("results", [])
-        results = [r for r in earlier if r["model"] not in args.models] + results
+        results = [r for r in earlier if (r["model"], r["threads"], r["rows"]) not in measured] + results
+        results.sort(key=lambda r: (r["model"], r["threads"], r["rows"]))
     OUT.write_text(json.dumps({
         "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__, "numpy": np.__version__, "repeats": args.repeats,
+        "torch": torch.__version__, "numpy": np.__version__,
         "results": results}, indent=1))
     print(f"wrote {OUT}")
 

@@ -225,23 +225,29 @@ def _small_batches_section(path=SMALL_BATCHES):
         return [], {}
     data = json.loads(path.read_text())
     rows = data["results"]
-    lines = ["## Small batches: the NumPy walk", "",
+    lines = ["## Small batches and the CPU routes (ONNX-ML tree kernel, NumPy walk)", "",
              f"`benchmarks/ab_small_batches.py` ({data['date']}, {data['cpu']}, torch "
-             f"{data['torch']}, NumPy {data['numpy']}, {data['repeats']} interleaved repeats, "
+             f"{data['torch']}, NumPy {data['numpy']}, "
+             f"{'/'.join(str(n) for n in sorted({r.get('repeats', 0) for r in rows}, reverse=True))} "
+             "interleaved repeats (fewer for the largest batches), "
              "one call per timing, so caches are as cold as between real requests; median ms). "
+             "`onnx-ml` (the IR as one ONNX-ML TreeEnsemble node, ONNX Runtime, 1 thread), "
              "`numpy-walk` and `torch` are the same converted model on the torch backend with "
-             "`small_batch_rows` forced to 128 and to 0; the router uses the walk up to "
-             "`min(128, 300000 // (trees x depth))` rows (`woodstar/lowering/routing.py`).", "",
-             "| model | threads | rows | numpy-walk | torch | walk / torch | native | onnxruntime |",
-             "|---|---|---|---|---|---|---|---|"]
+             "its small-batch route forced on or off; `onnxruntime` is the peer (skl2onnx / "
+             "onnxmltools, float32). The limits the container uses are in "
+             "`woodstar/lowering/routing.py`.", ""]
+    routes = [k for k in ("onnx-ml", "numpy-walk", "torch") if any(k in r["median_ms"] for r in rows)]
+    lines += ["| model | threads | rows | " + " | ".join(routes) + " | native | onnxruntime |",
+              "|---|---|---|" + "---|" * (len(routes) + 2)]
     for r in rows:
         t = r["median_ms"]
         native = next((v for k, v in t.items() if k.startswith("native")), None)
-        ort = t.get("onnxruntime")
-        lines.append(f"| {r['model']} | {r['threads']} | {r['rows']} | {t['numpy-walk']:.3f} | "
-                     f"{t['torch']:.3f} | {t['numpy-walk'] / t['torch']:.2f} | "
-                     f"{'–' if native is None else f'{native:.3f}'} | "
-                     f"{'–' if ort is None else f'{ort:.3f}'} |")
+        fastest = min(t.values())
+        cells = [(f"**{t[k]:.3f}**" if t[k] == fastest else f"{t[k]:.3f}") if k in t else "–"
+                 for k in routes]
+        cells += [("–" if v is None else (f"**{v:.3f}**" if v == fastest else f"{v:.3f}"))
+                  for v in (native, t.get("onnxruntime"))]
+        lines.append(f"| {r['model']} | {r['threads']} | {r['rows']} | " + " | ".join(cells) + " |")
     lines.append("")
     plot = None
     try:
@@ -254,15 +260,18 @@ def _small_batches_section(path=SMALL_BATCHES):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for model in sorted({r["model"] for r in rows}):
         pts = sorted((r["rows"], r["median_ms"]) for r in rows if r["model"] == model and r["threads"] == 1)
-        line, = ax.plot([p[0] for p in pts], [p[1]["numpy-walk"] for p in pts], "-", marker="o",
-                        ms=3, label=f"{model} numpy-walk")
-        ax.plot([p[0] for p in pts], [p[1]["torch"] for p in pts], "--", marker="x", ms=3,
-                color=line.get_color(), label=f"{model} torch")
+        color = None
+        for route, style, marker in (("numpy-walk", "-", "o"), ("torch", "--", "x"), ("onnx-ml", ":", "s")):
+            xy = [(p[0], p[1][route]) for p in pts if route in p[1]]
+            if xy:
+                line, = ax.plot([x for x, _ in xy], [y for _, y in xy], style, marker=marker, ms=3,
+                                color=color, label=f"{model} {route}")
+                color = line.get_color()
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("rows per call")
     ax.set_ylabel("ms per call, end to end")
-    ax.set_title("small batches, 1 thread: NumPy walk (solid) vs Torch program (dashed)")
+    ax.set_title("1 thread: NumPy walk (solid), Torch (dashed), ONNX-ML (dotted)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, loc="best")
     fig.tight_layout()

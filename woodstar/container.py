@@ -12,8 +12,9 @@ from ._input import to_feature_matrix
 from ._options import Options
 from .ir import ModelIR
 from .lowering import choose_strategy, lower_tree_ensemble
+from .lowering import onnx_ml
 from .lowering.numpy_walk import NumpyTreeWalk
-from .lowering.routing import small_batch_rows
+from .lowering.routing import ONNX_ML_CHUNK_ROWS, small_batch_rows
 
 __all__ = ["ConvertedModel", "make_container"]
 
@@ -33,8 +34,9 @@ class ConvertedModel:
         self.device = torch.device(device)
         self._programs = programs
         self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
-        self._walks = {}  # precision -> NumpyTreeWalk, for tiny batches
-        self._small_rows = self._small_batch_limit()
+        self._walks = {}  # precision -> the small-batch program (see _small_batch_limit)
+        self._small_route = self._small_batch_route()
+        self._small_rows = self._small_batch_limit() if self._small_route else 0
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -80,26 +82,37 @@ class ConvertedModel:
             self._programs[precision] = program
         return program
 
+    def _small_batch_route(self):
+        """The CPU route that replaces the Torch program on the torch backend, where the
+        benchmark found one faster (docs/benchmarks.md, "Small batches"): ONNX Runtime's
+        tree kernel for models whose leaves hold one value (boosting, regression
+        forests; vector leaves would be walked once per column) where onnxruntime is
+        installed; else the NumPy walk; else none."""
+        ens = self.ir.ensemble
+        if self.backend != "torch":
+            return None  # the other backends were chosen for their own runtime
+        if ens.leaf_width == 1 and onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(ens):
+            return "onnx-ml"
+        return "numpy" if NumpyTreeWalk.supports(ens) else None
+
     def _small_batch_limit(self) -> int:
-        """Rows up to which a call runs the NumPy walk instead of the Torch program:
-        torch backend only (the others were chosen for their runtime), not when the
-        user named a tree strategy (unless they also set ``small_batch_rows``), not
-        with padded batches, and only for ensembles the walk takes."""
+        """Rows up to which a call runs the small-batch program instead of the Torch
+        program: not when the user named a tree strategy (unless they also set
+        ``small_batch_rows``), and not with padded batches."""
         options = self.options
-        if self.backend != "torch" or not NumpyTreeWalk.supports(self.ir.ensemble):
-            return 0
         if options.tvm_pad_input and options.batch_size is not None:
             return 0  # every call at one shape was asked for: the program's
         if options.small_batch_rows is not None:
             return options.small_batch_rows
         if options.tree_implementation is not None:
             return 0
-        return small_batch_rows(self.ir.ensemble)
+        return small_batch_rows(self.ir.ensemble, self._small_route)
 
-    def _walk(self, precision) -> NumpyTreeWalk:
+    def _walk(self, precision):
         walk = self._walks.get(precision)
         if walk is None:
-            walk = self._walks[precision] = NumpyTreeWalk(self.ir.ensemble, precision)
+            route = onnx_ml.OnnxMlTrees if self._small_route == "onnx-ml" else NumpyTreeWalk
+            walk = self._walks[precision] = route(self.ir.ensemble, precision)
         return walk
 
     @property
@@ -148,7 +161,11 @@ class ConvertedModel:
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
         n = X.shape[0]
         if n <= self._small_rows and self.device.type == "cpu":
-            return self._walk(precision)(X)
+            route = self._walk(precision)
+            if n <= ONNX_ML_CHUNK_ROWS:
+                return route(X)
+            parts = [route(X[i:i + ONNX_ML_CHUNK_ROWS]) for i in range(0, n, ONNX_ML_CHUNK_ROWS)]
+            return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         program = self._program(precision)
         step = self._rows_per_batch(precision, n)
         pad = self.options.tvm_pad_input and self.options.batch_size is not None

@@ -1,6 +1,7 @@
-"""The NumPy walk for small batches == the IR reference to the bit (raw scores), on
-hand-built edge trees with NaN, +-inf, values on thresholds and missing ranges; and
-the container uses it only where it should."""
+"""The small-batch routes == the IR reference to the bit (raw scores), on hand-built
+edge trees with NaN, +-inf, values on thresholds and missing ranges: the NumPy walk
+here, ONNX Runtime's tree kernel in test_onnx_ml.py; and the container uses them only
+where it should."""
 
 import numpy as np
 import pytest
@@ -59,10 +60,17 @@ def forest():
     return sk_ensemble.RandomForestClassifier(20, max_depth=6, random_state=0).fit(X, y), X
 
 
-def test_small_batches_take_the_walk_and_match_the_source(forest, rng):
+ROUTES = [pytest.param("onnx-ml", marks=pytest.mark.skipif(
+    not __import__("woodstar.lowering.onnx_ml", fromlist=["available"]).available(),
+    reason="onnxruntime not installed")), "numpy"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_small_batches_take_the_small_route_and_match_the_source(forest, rng, route):
     model, X = forest
     converted = woodstar.convert(model, "torch")
-    assert converted._small_rows >= 8
+    assert converted._small_route in ("onnx-ml", "numpy") and converted._small_rows >= 8
+    converted._small_route = route
     calls = []
     walk = converted._walk("float32")
     converted._walks["float32"] = lambda batch: calls.append(len(batch)) or walk(batch)

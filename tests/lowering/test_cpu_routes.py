@@ -1,7 +1,7 @@
-"""The small-batch routes == the IR reference to the bit (raw scores), on hand-built
-edge trees with NaN, +-inf, values on thresholds and missing ranges: the NumPy walk
-here, ONNX Runtime's tree kernel in test_onnx_ml.py; and the container uses them only
-where it should."""
+"""The CPU routes (the NumPy walk, ONNX Runtime's tree kernel on the IR) == the IR
+reference to the bit, on hand-built edge trees with NaN, +-inf, values on thresholds,
+``<`` splits, vector leaves and missing ranges; and the container uses them only where
+it should. ONNX-specific checks are in test_onnx_ml.py."""
 
 import numpy as np
 import pytest
@@ -17,17 +17,29 @@ from .test_strategies import CASES, inputs, random_ensemble
 NUMERICAL_CASES = sorted(c for c in CASES if "categorical" not in CASES[c])
 
 
+def _onnx_ml_route():
+    pytest.importorskip("onnxruntime")
+    from woodstar.lowering.onnx_ml import OnnxMlTrees
+
+    return OnnxMlTrees
+
+
+ROUTE_CLASSES = {"numpy": lambda: NumpyTreeWalk, "onnx-ml": _onnx_ml_route}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTE_CLASSES))
 @pytest.mark.parametrize("rows", [1, 3, 300])
 @pytest.mark.parametrize("case", NUMERICAL_CASES)
-def test_walk_matches_reference(case, rows, precision, rng):
+def test_route_matches_reference(case, rows, route, precision, rng):
+    route_cls = ROUTE_CLASSES[route]()
     ens = random_ensemble(rng, **CASES[case])
     X = inputs(rng, ens.n_features, n=rows)
     if precision == "float32" or ens.input_precision == "float32":
         X = X.astype(np.float32).astype(np.float64)
     raw_ref, transformed_ref = predict(ens, X)
-    raw, transformed = NumpyTreeWalk(ens, precision)(X.astype(precision))
+    raw, transformed = route_cls(ens, precision)(X.astype(precision))
     np.testing.assert_array_equal(raw, raw_ref)
-    np.testing.assert_allclose(transformed, transformed_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(transformed, transformed_ref)  # the IR's own NumPy transform
 
 
 @pytest.mark.parametrize("missing_range", [(-ZERO, ZERO), (-999.0, -999.0)])

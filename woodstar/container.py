@@ -111,8 +111,12 @@ class ConvertedModel:
     def _walk(self, precision):
         walk = self._walks.get(precision)
         if walk is None:
-            route = onnx_ml.OnnxMlTrees if self._small_route == "onnx-ml" else NumpyTreeWalk
-            walk = self._walks[precision] = route(self.ir.ensemble, precision)
+            if self._small_route == "onnx-ml":
+                threads = self.options.n_threads or torch.get_num_threads()
+                walk = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
+            else:
+                walk = NumpyTreeWalk(self.ir.ensemble, precision)
+            self._walks[precision] = walk
         return walk
 
     @property

@@ -65,3 +65,17 @@ def test_vector_leaves_take_the_numpy_walk(rng):
     model = sk_ensemble.RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y > 0)
     assert woodstar.convert(model, "torch")._small_route == "numpy"
     assert woodstar.convert(model, "onnx")._small_route is None
+
+
+def test_row_blocks_on_several_threads_give_the_same_bits(rng):
+    X, y = _data(rng)
+    model = sk_ensemble.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y)
+    converted = woodstar.convert(model, "torch", extra_config={"n_threads": 3})
+    route = converted._walk("float32")
+    assert route.n_threads == 3
+    X_test = rng.normal(scale=2, size=(301, 5)).astype(np.float32)
+    route.parallel_min_rows = 10 ** 9
+    serial = converted.predict(X_test)
+    route.parallel_min_rows = 2
+    np.testing.assert_array_equal(converted.predict(X_test), serial)
+    np.testing.assert_array_equal(serial, model.predict(X_test))

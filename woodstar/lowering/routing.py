@@ -53,7 +53,7 @@ SMALL_BATCH_MAX_ROWS = 128    # the largest batch measured
 # leaf, beat the Torch program at every measured size, 1 to 16384 rows, on GBDT depth
 # 3, XGBoost 500x8, LightGBM 500x256 and LightGBM 10-class (2.5-6x at 1024 rows), with a
 # per-row cost flat from 4096 to 16384 rows: it takes every batch, in chunks of the
-# largest measured size.
+# largest measured size. (Row blocks on several threads: OnnxMlTrees.parallel_min_rows.)
 ONNX_ML_CHUNK_ROWS = 16_384
 
 

@@ -8,8 +8,9 @@ import torch
 from woodstar.ir.builder import EnsembleBuilder
 from woodstar.ir.passes import fold_base_score
 from woodstar.ir.reference import predict_raw
-from woodstar.lowering import get_strategy, lower_tree_ensemble
 from woodstar.lowering.trees._common import sum_in_tree_order
+
+from .test_strategies import run
 
 
 def test_sum_in_tree_order_is_a_running_sum():
@@ -50,8 +51,6 @@ def test_every_strategy_starts_from_the_base_score(strategy, precision):
     # base 1e16 then +1 +1: 1e16 in float64 (each +1 is lost); summing the trees first
     # and adding the base last would give 1e16 + 2.
     ens = _stumps([1.0, 1.0, 0.25, 0.25], [0, 0, 1, 1], n_outputs=2, base=[1e16, 1.0])
-    module = lower_tree_ensemble(ens, get_strategy(strategy), precision)
-    with torch.inference_mode():
-        raw, _ = module(torch.zeros((3, 2), dtype=getattr(torch, precision)))
-    np.testing.assert_array_equal(raw.numpy(), predict_raw(ens, np.zeros((3, 2))))
-    assert raw[0, 0].item() == 1e16
+    raw, _ = run(ens, strategy, precision, np.zeros((3, 2)))
+    np.testing.assert_array_equal(raw, predict_raw(ens, np.zeros((3, 2))))
+    assert raw[0, 0] == 1e16

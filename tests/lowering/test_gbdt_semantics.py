@@ -14,7 +14,8 @@ from woodstar.exceptions import InvalidModelError
 from woodstar.ir import reference
 from woodstar.ir.builder import EnsembleBuilder, bitset_words
 from woodstar.ir.tree_ensemble import LE, LT
-from woodstar.lowering import get_strategy, lower_tree_ensemble
+
+from .test_strategies import run
 
 ZERO = float(np.float32(1e-35))
 
@@ -78,11 +79,8 @@ def test_missing_range_reference_equals_strategy(strategy, precision, rng, missi
     if precision == "float32":
         X = X.astype(np.float32).astype(np.float64)
     expected, _ = reference.predict(ens, X)
-    module = lower_tree_ensemble(ens, get_strategy(strategy), precision)
-    with torch.inference_mode():
-        raw, _ = module(torch.from_numpy(X.astype(precision)))
-    np.testing.assert_allclose(raw.numpy(), expected, rtol=1e-6 if precision == "float32" else 1e-12,
-                               atol=1e-6 if precision == "float32" else 1e-12)
+    raw, _ = run(ens, strategy, precision, X)
+    np.testing.assert_array_equal(raw, expected)  # exact branches, sums in order
 
 
 def test_missing_range_reference_routes_range_to_default():
@@ -120,10 +118,8 @@ def test_softplus_post_transform(strategy, precision):
     X = np.array([[-1.0], [1.0]])
     _, expected = reference.predict(ens, X)
     np.testing.assert_allclose(expected[:, 0], np.log1p(np.exp([-40.0, 3.0])), rtol=1e-15)
-    module = lower_tree_ensemble(ens, get_strategy(strategy), precision)
-    with torch.inference_mode():
-        _, got = module(torch.from_numpy(X.astype(precision)))
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+    _, got = run(ens, strategy, precision, X)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)  # float64 transforms on both routes
 
 
 @pytest.mark.parametrize("transform", ["identity_binary", "step", "step_binary", "argmax"])
@@ -180,11 +176,8 @@ def test_linear_leaves_reference_equals_strategy(strategy, precision, rng, linea
     if precision == "float32":
         X = X.astype(np.float32).astype(np.float64)
     expected, _ = reference.predict(ens, X)
-    module = lower_tree_ensemble(ens, get_strategy(strategy), precision)
-    with torch.inference_mode():
-        raw, _ = module(torch.from_numpy(X.astype(precision)))
-    tol = 1e-5 if precision == "float32" else 1e-12
-    np.testing.assert_allclose(raw.numpy(), expected, rtol=tol, atol=tol)
+    raw, _ = run(ens, strategy, precision, X)
+    np.testing.assert_array_equal(raw, expected)  # exact branches, sums in order
 
 
 def test_linear_leaves_reference_semantics():

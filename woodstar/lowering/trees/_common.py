@@ -96,9 +96,13 @@ def sum_in_tree_order(per_tree: torch.Tensor) -> torch.Tensor:
     loops do. A float sum's rounding depends on its order and a near tie between two
     classes is decided by that rounding; ``Tensor.sum`` reduces in blocks and does
     not keep the order, a running sum (``cumsum``) does, on every backend."""
-    # At least one tree (the IR requires it). A non-negative index: TVM 0.27 lowers
-    # ``[:, -1]`` to an unchecked take(-1).
-    return per_tree.cumsum(dim=1).select(1, per_tree.shape[1] - 1)
+    return running_sum(per_tree, dim=1)  # at least one tree: the IR requires it
+
+
+def running_sum(values: torch.Tensor, dim: int) -> torch.Tensor:
+    """The sum along ``dim`` (non-empty), added left to right from 0. The index is
+    non-negative because TVM 0.27 lowers ``[..., -1]`` to an unchecked take(-1)."""
+    return values.cumsum(dim=dim).select(dim, values.shape[dim] - 1)
 
 
 def output_blocks(ens: TreeEnsemble):
@@ -188,7 +192,8 @@ class TreeStrategyBase(nn.Module):
         v = torch.where(self.linear_is_one[slots], torch.ones_like(v), v)
         missing = torch.isnan(v)
         terms = self.linear_coefs[slots] * torch.where(missing, torch.zeros_like(v), v)
-        linear = terms.sum(dim=2, keepdim=True)
+        # Term after term, as the reference (and LightGBM's leaf model) adds them.
+        linear = running_sum(terms, dim=2).unsqueeze(2)
         if not self.linear_skip_missing:
             linear = torch.where(missing.any(dim=2, keepdim=True), values, linear)
         return torch.where(self.linear_active[slots].unsqueeze(2), linear, values)

@@ -100,7 +100,7 @@ def test_convert_batch_pads_the_last_batch_when_asked(sk_models, rng):
     rows = inputs_for(model, X, rng, n=19)
     got = converted.predict_proba(rows)
     assert shapes == [8, 8, 8]
-    np.testing.assert_allclose(got, model.predict_proba(rows), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, model.predict_proba(rows), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("remainder, match", [
@@ -241,7 +241,7 @@ def test_onnx_model_has_dynamic_batch_name_and_opset(sk_models, tmp_path, monkey
     batch_dim = proto.graph.input[0].type.tensor_type.shape.dim[0]
     assert batch_dim.dim_param and not batch_dim.HasField("dim_value")
     assert os.listdir(tmp_path) == []  # nothing written to the working directory
-    np.testing.assert_allclose(converted.predict_proba(X[:5]), model.predict_proba(X[:5]), atol=1e-6)
+    np.testing.assert_allclose(converted.predict_proba(X[:5]), model.predict_proba(X[:5]), atol=1e-12)
 
 
 @onnx_only
@@ -260,7 +260,7 @@ def test_onnx_runs_in_plain_onnxruntime(sk_models):
     session = onnxruntime.InferenceSession(proto.SerializeToString(),
                                            providers=["CPUExecutionProvider"])
     _, proba = session.run(None, {"input_0": X[:9].astype(np.float32)})
-    np.testing.assert_allclose(proba, model.predict_proba(X[:9]), atol=1e-6)
+    np.testing.assert_allclose(proba, model.predict_proba(X[:9]), atol=1e-12)
 
 
 # -------------------------------------------------------------- torch.compile
@@ -276,7 +276,7 @@ def test_torch_compile_does_not_recompile_for_new_batch_sizes(sk_models, rng):
         for n in (1, 3, 17, 64, 5):
             rows = inputs_for(model, X, rng, n=n)
             np.testing.assert_allclose(converted.predict_proba(rows), reference.predict_proba(rows),
-                                       rtol=1e-6, atol=1e-6)
+                                       rtol=1e-12, atol=1e-12)
 
 
 def test_compiled_models_share_code_only_with_the_same_structure(sk_models):
@@ -306,7 +306,7 @@ def test_tvm_max_fuse_depth_and_padding(sk_models, rng):
     for n in (1, 16, 21, 40):
         rows = inputs_for(model, X, rng, n=n)
         np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows),
-                                   rtol=1e-6, atol=1e-6)
+                                   rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
 
 
@@ -342,7 +342,7 @@ def test_onnx_falls_back_to_the_torchscript_exporter(sk_models, monkeypatch, rng
         return
     assert converted._programs["float32"].exporter == "torchscript"
     rows = inputs_for(model, X, rng)
-    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)
+    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-12)
     assert onnx_backend  # the module under test
 
 
@@ -366,7 +366,7 @@ def test_onnx_opset_below_the_exporters_minimum_is_honoured(sk_models, rng):
     converted = woodstar.convert(model, "onnx", extra_config={"onnx_target_opset": 13})
     assert {o.domain: o.version for o in converted.model.opset_import}[""] == 13
     rows = inputs_for(model, X, rng)
-    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-6)
+    np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows), atol=1e-12)
 
 
 def test_registering_an_incomplete_backend_names_what_is_missing():

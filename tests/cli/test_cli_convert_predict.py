@@ -127,7 +127,7 @@ def test_predict_proba_in_batches(forest, tmp_path, capsys, monkeypatch):
 
     frame = pd.read_csv(tmp_path / "p.csv")
     assert list(frame.columns) == ["proba_cat", "proba_dog", "proba_eel"]
-    np.testing.assert_allclose(frame.to_numpy(), model.predict_proba(X), atol=1e-6)
+    np.testing.assert_allclose(frame.to_numpy(), model.predict_proba(X), atol=1e-12)
     assert "300" in capsys.readouterr().err  # the progress bar / summary
 
 
@@ -172,7 +172,7 @@ def test_convert_lightgbm_text_file(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "model.txt"), "--backend", "torch",
                  "--output", str(tmp_path / "m.wz")]) == 0, capsys.readouterr().err
     np.testing.assert_allclose(woodstar.load(tmp_path / "m.wz").predict(X), booster.predict(X),
-                               rtol=1e-5, atol=1e-6)
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("ext", [".json", ".ubj"])

@@ -233,9 +233,9 @@ def test_pandas_dataframe_input_with_feature_names(rng):
     model = ensemble.RandomForestClassifier(5, random_state=0).fit(frame, y)
     converted = woodstar.convert(model, "torch")
     np.testing.assert_array_equal(converted.feature_names_in_, model.feature_names_in_)
-    np.testing.assert_allclose(converted.predict_proba(frame), model.predict_proba(frame), atol=1e-6)
+    np.testing.assert_allclose(converted.predict_proba(frame), model.predict_proba(frame), atol=1e-12)
     shuffled = frame[frame.columns[::-1]]
-    np.testing.assert_allclose(converted.predict_proba(shuffled), model.predict_proba(frame), atol=1e-6)
+    np.testing.assert_allclose(converted.predict_proba(shuffled), model.predict_proba(frame), atol=1e-12)
     with pytest.raises(ValueError, match=r"lacks \['f5'\] and has unexpected \['zzz'\]"):
         converted.predict(frame.rename(columns={"f5": "zzz"}))
 

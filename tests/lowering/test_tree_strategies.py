@@ -97,4 +97,4 @@ def test_traced_module_is_batch_size_independent(name, strategy, rng):
     with torch.inference_mode():
         traced = torch.jit.trace(module, Xt[:1], check_trace=False)
         np.testing.assert_allclose(traced(Xt)[1].numpy(), module(Xt)[1].numpy(),
-                                   rtol=1e-6, atol=1e-6)
+                                   rtol=1e-12, atol=1e-12)

@@ -54,8 +54,8 @@ def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
                 "torch": woodstar.convert(model, "torch", extra_config={
                     "n_threads": threads, "small_batch_rows": 0}),
             }
-            routes["numpy-walk"]._small_route = "numpy"  # the route without onnxruntime
-            if routes["onnx-ml"]._small_route != "onnx-ml":
+            routes["numpy-walk"]._cpu_route = "numpy"  # the route without onnxruntime
+            if routes["onnx-ml"]._cpu_route != "onnx-ml":
                 del routes["onnx-ml"]  # onnxruntime missing, or a model it does not take
             for route in skip:
                 routes.pop(route, None)

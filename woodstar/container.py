@@ -34,9 +34,9 @@ class ConvertedModel:
         self.device = torch.device(device)
         self._programs = programs
         self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
-        self._walks = {}  # precision -> the small-batch program (see _small_batch_limit)
-        self._small_route = self._small_batch_route()
-        self._small_rows = self._small_batch_limit() if self._small_route else 0
+        self._cpu_programs = {}  # precision -> the small-batch program (see _cpu_route_limit)
+        self._cpu_route = self._choose_cpu_route()
+        self._cpu_route_rows = self._cpu_route_limit() if self._cpu_route else 0
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -82,7 +82,7 @@ class ConvertedModel:
             self._programs[precision] = program
         return program
 
-    def _small_batch_route(self):
+    def _choose_cpu_route(self):
         """The CPU route that replaces the Torch program on the torch backend, where the
         benchmark found one faster (docs/benchmarks.md, "Small batches"): ONNX Runtime's
         tree kernel for models whose leaves hold one value (boosting, regression
@@ -95,9 +95,8 @@ class ConvertedModel:
             return "onnx-ml"
         return "numpy" if NumpyTreeWalk.supports(ens) else None
 
-    def _small_batch_limit(self) -> int:
-        """Rows up to which a call runs the small-batch program instead of the Torch
-        program: not when the user named a tree strategy (unless they also set
+    def _cpu_route_limit(self) -> int:
+        """Rows up to which a call runs the CPU route instead of the Torch program: not when the user named a tree strategy (unless they also set
         ``small_batch_rows``), and not with padded batches."""
         options = self.options
         if options.tvm_pad_input and options.batch_size is not None:
@@ -106,18 +105,18 @@ class ConvertedModel:
             return options.small_batch_rows
         if options.tree_implementation is not None:
             return 0
-        return small_batch_rows(self.ir.ensemble, self._small_route)
+        return small_batch_rows(self.ir.ensemble, self._cpu_route)
 
-    def _walk(self, precision):
-        walk = self._walks.get(precision)
-        if walk is None:
-            if self._small_route == "onnx-ml":
+    def _cpu_program(self, precision):
+        program = self._cpu_programs.get(precision)
+        if program is None:
+            if self._cpu_route == "onnx-ml":
                 threads = self.options.n_threads or torch.get_num_threads()
-                walk = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
+                program = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
             else:
-                walk = NumpyTreeWalk(self.ir.ensemble, precision)
-            self._walks[precision] = walk
-        return walk
+                program = NumpyTreeWalk(self.ir.ensemble, precision)
+            self._cpu_programs[precision] = program
+        return program
 
     @property
     def strategy(self) -> str:
@@ -164,11 +163,11 @@ class ConvertedModel:
         precision = self._precision_for(X)
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
         n = X.shape[0]
-        if n <= self._small_rows and self.device.type == "cpu":
-            route = self._walk(precision)
+        if n <= self._cpu_route_rows and self.device.type == "cpu":
+            program = self._cpu_program(precision)
             if n <= ONNX_ML_CHUNK_ROWS:
-                return route(X)
-            parts = [route(X[i:i + ONNX_ML_CHUNK_ROWS]) for i in range(0, n, ONNX_ML_CHUNK_ROWS)]
+                return program(X)
+            parts = [program(X[i:i + ONNX_ML_CHUNK_ROWS]) for i in range(0, n, ONNX_ML_CHUNK_ROWS)]
             return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         program = self._program(precision)
         step = self._rows_per_batch(precision, n)

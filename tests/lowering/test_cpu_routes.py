@@ -81,11 +81,11 @@ ROUTES = [pytest.param("onnx-ml", marks=pytest.mark.skipif(
 def test_small_batches_take_the_small_route_and_match_the_source(forest, rng, route):
     model, X = forest
     converted = woodstar.convert(model, "torch")
-    assert converted._small_route in ("onnx-ml", "numpy") and converted._small_rows >= 8
-    converted._small_route = route
+    assert converted._cpu_route in ("onnx-ml", "numpy") and converted._cpu_route_rows >= 8
+    converted._cpu_route = route
     calls = []
-    walk = converted._walk("float32")
-    converted._walks["float32"] = lambda batch: calls.append(len(batch)) or walk(batch)
+    walk = converted._cpu_program("float32")
+    converted._cpu_programs["float32"] = lambda batch: calls.append(len(batch)) or walk(batch)
     X_test = X[rng.integers(0, len(X), 40)].astype(np.float32)
     for i in range(20):  # one row at a time: every call goes through the walk
         np.testing.assert_array_equal(converted.predict_proba(X_test[i:i + 1]),
@@ -105,13 +105,13 @@ def test_small_batches_take_the_small_route_and_match_the_source(forest, rng, ro
 def test_walk_is_off_when_asked_or_not_torch(forest, extra_config, backend):
     model, X = forest
     converted = woodstar.convert(model, backend, extra_config=extra_config)
-    assert converted._small_rows == 0
+    assert converted._cpu_route_rows == 0
     converted.predict_proba(X[:1])
-    assert not converted._walks
+    assert not converted._cpu_programs
 
 
 def test_small_batch_rows_is_validated(forest):
     model, _ = forest
     with pytest.raises(ConstantError, match="small_batch_rows"):
         woodstar.convert(model, "torch", extra_config={"small_batch_rows": -3})
-    assert woodstar.convert(model, "torch", extra_config={"small_batch_rows": 5})._small_rows == 5
+    assert woodstar.convert(model, "torch", extra_config={"small_batch_rows": 5})._cpu_route_rows == 5

@@ -51,7 +51,7 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(rng, monkeypatch)
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=30, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch")
-    assert converted._small_route == "onnx-ml"
+    assert converted._cpu_route == "onnx-ml"
     X_test = rng.normal(scale=2, size=(300, 5)).astype(np.float32)
     np.testing.assert_array_equal(converted.predict(X_test[:1]), model.predict(X_test[:1]))
     whole = converted.predict(X_test)
@@ -63,15 +63,15 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(rng, monkeypatch)
 def test_vector_leaves_take_the_numpy_walk(rng):
     X, y = _data(rng)
     model = sk_ensemble.RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y > 0)
-    assert woodstar.convert(model, "torch")._small_route == "numpy"
-    assert woodstar.convert(model, "onnx")._small_route is None
+    assert woodstar.convert(model, "torch")._cpu_route == "numpy"
+    assert woodstar.convert(model, "onnx")._cpu_route is None
 
 
 def test_row_blocks_on_several_threads_give_the_same_bits(rng):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch", extra_config={"n_threads": 3})
-    route = converted._walk("float32")
+    route = converted._cpu_program("float32")
     assert route.n_threads == 3
     X_test = rng.normal(scale=2, size=(301, 5)).astype(np.float32)
     route.parallel_min_rows = 10 ** 9

@@ -46,5 +46,27 @@ def check_reference(model_ir, X, raw_expected, transformed_expected=None, tol=1e
             transformed.shape), tol, f"{what} transformed (reference)")
 
 
+N_FEATURES = 5
+CAT = 0  # column 0 holds integer-coded categories 0..7 where a case asks for them
+
+
+def train_data(rng, n=300, categorical=False, nan=True, zeros=False):
+    """(X, signal) for training: ties on thresholds (column 3 rounded), optional
+    integer categories in column ``CAT``, NaN, and exact zeros in column 3 (for
+    LightGBM's zero_as_missing)."""
+    X = rng.normal(size=(n, N_FEATURES))
+    X[:, 3] = np.round(X[:, 3], 1)
+    if zeros:
+        X[rng.random(n) < 0.2, 3] = 0.0
+    if categorical:
+        X[:, CAT] = rng.integers(0, 8, n)
+    if nan:
+        X[rng.random(X.shape) < 0.08] = np.nan
+    signal = np.nan_to_num(X[:, 1]) + 0.5 * np.nan_to_num(X[:, 2]) * (np.nan_to_num(X[:, 3]) > 0)
+    if categorical:
+        signal += np.isin(np.nan_to_num(X[:, CAT], nan=-1), [1, 4, 6]) - 0.5
+    return X, signal
+
+
 def config(strategy, precision):
     return {"tree_implementation": strategy, "tree_op_precision_dtype": precision}

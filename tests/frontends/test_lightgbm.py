@@ -13,25 +13,13 @@ from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
 from woodstar.frontends.lightgbm import OBJECTIVES, from_lightgbm  # noqa: E402
 from woodstar.lowering import strategy_names  # noqa: E402
 
-from ._gbdt import check, check_reference, config  # noqa: E402
+from ._gbdt import CAT, N_FEATURES, check, check_reference, config, train_data  # noqa: E402
 from .._parity import make_test_inputs  # noqa: E402
 
-N_FEATURES = 5
-CAT = 0  # column 0 holds integer-coded categories 0..7 where a case asks for them
 
 
 def _train_data(rng, n=300, categorical=False, nan=True):
-    X = rng.normal(size=(n, N_FEATURES))
-    X[:, 3] = np.round(X[:, 3], 1)  # ties on thresholds, zeros for zero_as_missing
-    X[rng.random(n) < 0.2, 3] = 0.0
-    if categorical:
-        X[:, CAT] = rng.integers(0, 8, n)
-    if nan:
-        X[rng.random(X.shape) < 0.08] = np.nan
-    signal = np.nan_to_num(X[:, 1]) + 0.5 * np.nan_to_num(X[:, 2]) * (np.nan_to_num(X[:, 3]) > 0)
-    if categorical:
-        signal += np.isin(np.nan_to_num(X[:, CAT], nan=-1), [1, 4, 6]) - 0.5
-    return X, signal
+    return train_data(rng, n, categorical=categorical, nan=nan, zeros=True)
 
 
 def _labels(objective, signal, rng):

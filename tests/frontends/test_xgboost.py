@@ -10,11 +10,9 @@ from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
 from woodstar.frontends.xgboost import OBJECTIVES, from_xgboost, ir_from_json  # noqa: E402
 from woodstar.lowering import strategy_names  # noqa: E402
 
-from ._gbdt import check, check_reference, config  # noqa: E402
+from ._gbdt import CAT, N_FEATURES, check, check_reference, config, train_data  # noqa: E402
 from .._parity import make_test_inputs  # noqa: E402
 
-N_FEATURES = 5
-CAT = 0
 # XGBoost sums margins and applies its links in float32: every route is held to
 # float32 rounding of XGBoost's own outputs (relative to their scale).
 TOL = 1e-6
@@ -22,15 +20,7 @@ FEATURE_TYPES = ["c"] + ["q"] * (N_FEATURES - 1)
 
 
 def _train_data(rng, n=300, categorical=True):
-    X = rng.normal(size=(n, N_FEATURES))
-    X[:, 3] = np.round(X[:, 3], 1)
-    if categorical:
-        X[:, CAT] = rng.integers(0, 8, n)
-    X[rng.random(X.shape) < 0.08] = np.nan
-    signal = np.nan_to_num(X[:, 1]) + 0.5 * np.nan_to_num(X[:, 2]) * (np.nan_to_num(X[:, 3]) > 0)
-    if categorical:
-        signal += np.isin(np.nan_to_num(X[:, CAT], nan=-1), [1, 4, 6]) - 0.5
-    return X, signal
+    return train_data(rng, n, categorical=categorical)
 
 
 def _labels(objective, signal, rng):

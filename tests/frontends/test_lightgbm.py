@@ -17,7 +17,6 @@ from ._gbdt import CAT, N_FEATURES, check, check_reference, config, train_data  
 from .._parity import make_test_inputs  # noqa: E402
 
 
-
 def _train_data(rng, n=300, categorical=False, nan=True):
     return train_data(rng, n, categorical=categorical, nan=nan, zeros=True)
 

@@ -84,14 +84,15 @@ class ConvertedModel:
 
     def _choose_cpu_route(self):
         """The CPU route that replaces the Torch program on the torch backend, where the
-        benchmark found one faster (docs/benchmarks.md, "Small batches"): ONNX Runtime's
-        tree kernel for models whose leaves hold one value (boosting, regression
-        forests; vector leaves would be walked once per column) where onnxruntime is
-        installed; else the NumPy walk; else none."""
+        benchmark found one faster (docs/benchmarks.md, "CPU routes"): ONNX Runtime's
+        tree kernel where onnxruntime is installed and the kernel walks each tree once
+        (one value per leaf, or vector leaves in one block); else the NumPy walk; else
+        none."""
         ens = self.ir.ensemble
         if self.backend != "torch":
             return None  # the other backends were chosen for their own runtime
-        if ens.leaf_width == 1 and onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(ens):
+        if (onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(ens)
+                and onnx_ml.walks_each_tree_once(ens)):
             return "onnx-ml"
         return "numpy" if NumpyTreeWalk.supports(ens) else None
 

@@ -8,7 +8,9 @@ import pytest
 
 from woodstar.exceptions import ConstantError
 from woodstar.ir.reference import predict
+from woodstar.lowering import onnx_ml
 from woodstar.lowering.numpy_walk import NumpyTreeWalk
+from woodstar.lowering.routing import small_batch_rows
 
 from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble
 from .test_gbdt_semantics import _inputs as missing_range_inputs
@@ -73,28 +75,30 @@ def forest():
 
 
 ROUTES = [pytest.param("onnx-ml", marks=pytest.mark.skipif(
-    not __import__("woodstar.lowering.onnx_ml", fromlist=["available"]).available(),
-    reason="onnxruntime not installed")), "numpy"]
+    not onnx_ml.available(), reason="onnxruntime not installed")), "numpy"]
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_small_batches_take_the_small_route_and_match_the_source(forest, rng, route):
+def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, rng, route):
     model, X = forest
     converted = woodstar.convert(model, "torch")
-    assert converted._cpu_route in ("onnx-ml", "numpy") and converted._cpu_route_rows >= 8
+    assert converted._cpu_route == ("onnx-ml" if onnx_ml.available() else "numpy")
     converted._cpu_route = route
+    converted._cpu_route_rows = small_batch_rows(converted.ir.ensemble, route)
+    assert converted._cpu_route_rows >= 8
     calls = []
-    walk = converted._cpu_program("float32")
-    converted._cpu_programs["float32"] = lambda batch: calls.append(len(batch)) or walk(batch)
+    program = converted._cpu_program("float32")
+    converted._cpu_programs["float32"] = lambda batch: calls.append(len(batch)) or program(batch)
     X_test = X[rng.integers(0, len(X), 40)].astype(np.float32)
-    for i in range(20):  # one row at a time: every call goes through the walk
+    for i in range(20):  # one row at a time: every call goes through the route
         np.testing.assert_array_equal(converted.predict_proba(X_test[i:i + 1]),
                                       model.predict_proba(X_test[i:i + 1]))
         assert converted.predict(X_test[i:i + 1]) == model.predict(X_test[i:i + 1])
     assert calls and set(calls) == {1}
-    big = np.repeat(X_test, 20, axis=0)  # above the limit: the Torch program
+    big = np.repeat(X_test, 20, axis=0)
     np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
-    assert len(big) not in calls
+    # The ONNX-ML route has no row limit; the NumPy walk hands big batches to Torch.
+    assert (len(big) in calls) == (route == "onnx-ml")
 
 
 @pytest.mark.parametrize("extra_config, backend", [

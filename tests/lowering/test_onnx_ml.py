@@ -9,10 +9,12 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from woodstar.ir.builder import EnsembleBuilder  # noqa: E402
-from woodstar.lowering.onnx_ml import OnnxMlTrees, tree_ensemble_model  # noqa: E402
+from woodstar.ir.reference import predict  # noqa: E402
+from woodstar.lowering.onnx_ml import (OnnxMlTrees, leaf_index_model,  # noqa: E402
+                                       tree_ensemble_model, walks_each_tree_once)
 
 from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble  # noqa: E402
-from .test_strategies import CASES, random_ensemble  # noqa: E402
+from .test_strategies import CASES, inputs, random_ensemble  # noqa: E402
 
 def test_single_leaf_trees_and_the_model_is_valid_onnx():
     import onnx
@@ -60,11 +62,63 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(rng, monkeypatch)
     np.testing.assert_array_equal(converted.predict(X_test), whole)
 
 
-def test_vector_leaves_take_the_numpy_walk(rng):
+def test_forest_classifiers_take_it_reading_leaf_indices(rng):
     X, y = _data(rng)
     model = sk_ensemble.RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y > 0)
-    assert woodstar.convert(model, "torch")._cpu_route == "numpy"
+    converted = woodstar.convert(model, "torch")
+    assert converted._cpu_route == "onnx-ml"
+    assert converted._cpu_program("float32").leaf_indices
     assert woodstar.convert(model, "onnx")._cpu_route is None
+
+
+def test_vector_leaves_in_several_blocks_are_left_to_the_walk(rng):
+    # Each tree would be written once per column: slower than the NumPy walk.
+    ens = random_ensemble(rng, leaf_width=2, n_outputs=3)
+    assert not walks_each_tree_once(ens)
+    assert walks_each_tree_once(random_ensemble(rng, leaf_width=2, n_outputs=2))
+    assert walks_each_tree_once(random_ensemble(rng, n_outputs=3))
+
+
+def test_leaf_indices_are_the_leaves_the_reference_reaches(rng):
+    import onnxruntime as ort
+
+    ens = random_ensemble(rng, leaf_width=3, n_outputs=3, aggregation="mean")
+    X = inputs(rng, ens.n_features, n=200).astype(np.float32)
+    session = ort.InferenceSession(leaf_index_model(ens, "float32").SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    ids = session.run(None, {"X": X})[0].astype(np.intp)
+    assert ids.shape == (200, ens.n_trees)
+    assert np.all(ens.left[ids] < 0)  # every id is a leaf ...
+    owner = np.searchsorted(ens.tree_offsets, ids, side="right") - 1
+    np.testing.assert_array_equal(owner, np.broadcast_to(np.arange(ens.n_trees), ids.shape))
+    one_tree_raw = [predict(_only_tree(ens, t), X.astype(np.float64))[0] for t in range(ens.n_trees)]
+    for t in range(ens.n_trees):  # ... and its vector is the one tree t alone predicts
+        np.testing.assert_array_equal(ens.leaf_value[ids[:, t]], one_tree_raw[t])
+
+
+def _only_tree(ens, t):
+    """The ensemble with every other tree's leaves zeroed, base 0, summed."""
+    keep = np.zeros(ens.n_nodes, bool)
+    keep[ens.tree_offsets[t]:ens.tree_offsets[t + 1]] = True
+    return ens.replace(leaf_value=np.where(keep[:, None], ens.leaf_value, 0.0),
+                       base_score=np.zeros_like(ens.base_score), aggregation="sum")
+
+
+def test_leaf_vectors_are_added_in_tree_order_in_every_gather_block(rng):
+    # Leaves whose sum depends on the order of the additions: 1 + 1e-16 + ... != ...
+    ens = random_ensemble(rng, n_trees=40, leaf_width=2, n_outputs=2, aggregation="mean")
+    ens = ens.replace(leaf_value=rng.choice([1.0, 1e-16, -1.0, 3e-17], size=ens.leaf_value.shape))
+    X = inputs(rng, ens.n_features, n=500).astype(np.float32).astype(np.float64)
+    route = OnnxMlTrees(ens, "float32")
+    route.gather_rows = 7  # many blocks, the last one short
+    np.testing.assert_array_equal(route(X.astype(np.float32))[0], predict(ens, X)[0])
+    # The check can fail: the same leaves added in reverse tree order round differently.
+    reverse = np.cumsum(ens.leaf_value[_leaf_ids(route, X)[:, ::-1]], axis=1)[:, -1]
+    assert not np.array_equal(reverse / ens.n_trees, predict(ens, X)[0])
+
+
+def _leaf_ids(route, X):
+    return route.session.run(None, {"X": X.astype(np.float32)})[0].astype(np.intp)
 
 
 def test_row_blocks_on_several_threads_give_the_same_bits(rng):

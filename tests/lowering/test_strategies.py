@@ -68,6 +68,8 @@ CASES = {
     "mean-sigmoid": dict(aggregation="mean", post_transform="sigmoid"),
     "softmax-3-outputs": dict(n_outputs=3, post_transform="softmax"),
     "vector-leaves": dict(leaf_width=2, n_outputs=2, post_transform="exp", post_transform_scale=0.1),
+    "vector-leaves-in-blocks": dict(leaf_width=2, n_outputs=3),
+    "forest-classifier": dict(aggregation="mean", leaf_width=3, n_outputs=3),
     "binary-sigmoid": dict(post_transform="sigmoid_binary", post_transform_scale=2.0),
     "isolation": dict(aggregation="mean", post_transform="isolation_forest", post_transform_scale=0.3),
     "categorical-exact": dict(categorical=True, categorical_rule="exact"),

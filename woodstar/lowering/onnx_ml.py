@@ -1,20 +1,29 @@
 """The IR as one ONNX-ML ``TreeEnsemble`` node (``ai.onnx.ml`` opset 5), run by ONNX
-Runtime's C++ tree kernel: the route for small batches where onnxruntime is installed.
+Runtime's C++ tree kernel: the torch backend's CPU route where onnxruntime is installed.
 
 Exact for the same reasons as the other routes:
 
-* the kernel compares in the input's type; it is given float64 input and float64
-  thresholds that are ``le_thresholds`` of the route's dtype, so ``x <= t`` takes the
-  branch the float32 (or float64) program takes, and NaN follows
-  ``nodes_missing_value_tracks_true`` (the true branch is the left child);
-* leaves are float64 and the kernel adds trees in order per target on one thread,
-  starting from 0 (several threads only ever split the rows, see ``OnnxMlTrees``); the base score is folded into each output's first tree
+* the kernel compares in the input's type; its thresholds are ``le_thresholds`` of the
+  route's dtype, so ``x <= t`` takes the branch the float32 (or float64) program takes,
+  and NaN follows ``nodes_missing_value_tracks_true`` (the true branch is the left child);
+* trees are added in order from 0 on one thread (several threads only ever split the
+  rows, see ``OnnxMlTrees``); the base score is folded into each output's first tree
   (``fold_base_score``), a mean is divided and a post-transform applied here, in NumPy,
   by the IR's own definitions.
 
-The opset-5 operator gives each leaf one target, so a tree with vector leaves is
-written once per output column (each column still sees its trees in order). Not taken
-(``supports``): categorical splits, missing-value ranges and linear leaves.
+Two ways to use the kernel, by leaf width:
+
+* **leaf sums** (one value per leaf: boosting, regression forests): the kernel adds the
+  float64 leaves itself; its output is the raw score (``tree_ensemble_model``);
+* **leaf indices** (vector leaves in one block: forest classifiers). Opset 5 gives each
+  leaf one target, so summing there would walk each tree once per class. Instead every
+  tree is its own target and its leaves' weights are their node ids, so the kernel walks
+  each tree once and returns the leaf each row reached (``leaf_index_model``; ids are
+  integers, exact in float32 below 2**24); NumPy then gathers the leaf vectors and adds
+  them tree after tree. Vector leaves spread over several output blocks keep the
+  per-column copies.
+
+Not taken (``supports``): categorical splits, missing-value ranges and linear leaves.
 onnx and onnxruntime are imported only here, when the route is built.
 """
 
@@ -27,10 +36,15 @@ from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
 from .trees._common import node_thresholds
 
-__all__ = ["OnnxMlTrees", "tree_ensemble_model", "available"]
+__all__ = ["OnnxMlTrees", "tree_ensemble_model", "leaf_index_model", "available",
+           "walks_each_tree_once"]
 
 BRANCH_LEQ = 0
 AGGREGATE_SUM = 1
+FLOAT32_EXACT_INTEGERS = 2 ** 24
+# Rows per NumPy gather in the leaf-index mode: the (trees, rows, width) block of leaf
+# vectors stays about this size, in cache, before it is added up.
+GATHER_BYTES = 2 ** 21
 
 
 def available() -> bool:
@@ -63,51 +77,98 @@ def _tree_arrays(ens: TreeEnsemble, t: int, thresholds: np.ndarray):
     return nodes, start + leaves
 
 
-def tree_ensemble_model(ens: TreeEnsemble, dtype: str):
-    """An ``onnx.ModelProto``: ``X`` (N, n_features) float64 -> ``raw`` (N, n_outputs)
-    float64, the trees' sum before any mean, base score or transform."""
-    from onnx import TensorProto, helper, numpy_helper
+class _NodeLists:
+    """The opset-5 attribute lists, filled one tree (copy) at a time."""
 
+    def __init__(self):
+        self.lists = {k: [] for k in ("featureids", "splits", "tracks_true", "true_ids",
+                                      "true_leafs", "false_ids", "false_leafs",
+                                      "leaf_targets", "leaf_weights", "roots")}
+
+    def add_tree(self, nodes, leaf_targets, leaf_weights):
+        a = self.lists
+        node_base, leaf_base = len(a["featureids"]), len(a["leaf_weights"])
+        a["roots"].append(node_base)
+        for feature, split, tracks, t_id, t_leaf, f_id, f_leaf in nodes:
+            a["featureids"].append(feature)
+            a["splits"].append(split)
+            a["tracks_true"].append(int(tracks))
+            a["true_ids"].append(t_id + (leaf_base if t_leaf else node_base))
+            a["true_leafs"].append(t_leaf)
+            a["false_ids"].append(f_id + (leaf_base if f_leaf else node_base))
+            a["false_leafs"].append(f_leaf)
+        a["leaf_targets"] += leaf_targets
+        a["leaf_weights"] += leaf_weights
+
+    def model(self, n_targets: int, n_features: int, value_type):
+        """One TreeEnsemble node, ``X`` (N, n_features) -> ``Y`` (N, n_targets), both,
+        the splits and the leaf weights of ``value_type`` (np.float32 or np.float64)."""
+        from onnx import TensorProto, helper, numpy_helper
+
+        a = self.lists
+        node = helper.make_node(
+            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml",
+            aggregate_function=AGGREGATE_SUM, post_transform=0, n_targets=n_targets,
+            tree_roots=a["roots"], nodes_featureids=a["featureids"],
+            nodes_splits=numpy_helper.from_array(np.asarray(a["splits"], value_type), "splits"),
+            nodes_modes=numpy_helper.from_array(
+                np.full(len(a["splits"]), BRANCH_LEQ, np.uint8), "modes"),
+            nodes_missing_value_tracks_true=a["tracks_true"],
+            nodes_truenodeids=a["true_ids"], nodes_trueleafs=a["true_leafs"],
+            nodes_falsenodeids=a["false_ids"], nodes_falseleafs=a["false_leafs"],
+            leaf_targetids=a["leaf_targets"],
+            leaf_weights=numpy_helper.from_array(np.asarray(a["leaf_weights"], value_type),
+                                                 "leaf_weights"))
+        elem = TensorProto.DOUBLE if value_type == np.float64 else TensorProto.FLOAT
+        graph = helper.make_graph(
+            [node], "woodstar_trees",
+            [helper.make_tensor_value_info("X", elem, [None, n_features])],
+            [helper.make_tensor_value_info("Y", elem, [None, n_targets])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                        helper.make_opsetid("ai.onnx.ml", 5)])
+        model.ir_version = 10
+        return model
+
+
+def tree_ensemble_model(ens: TreeEnsemble, dtype: str):
+    """An ``onnx.ModelProto``: ``X`` (N, n_features) float64 -> ``Y`` (N, n_outputs)
+    float64, the trees' sum before any mean, base score or transform. A tree with
+    vector leaves is written once per output column."""
     thresholds = node_thresholds(ens, dtype).astype(np.float64)
-    arrays = {k: [] for k in ("featureids", "splits", "tracks_true", "true_ids", "true_leafs",
-                              "false_ids", "false_leafs", "leaf_targets", "leaf_weights", "roots")}
+    lists = _NodeLists()
     for t in range(ens.n_trees):
         nodes, leaf_nodes = _tree_arrays(ens, t, thresholds)
-        for k in range(ens.leaf_width):  # one copy per output column of the tree
-            node_base, leaf_base = len(arrays["featureids"]), len(arrays["leaf_weights"])
-            arrays["roots"].append(node_base)
-            for feature, split, tracks, t_id, t_leaf, f_id, f_leaf in nodes:
-                arrays["featureids"].append(feature)
-                arrays["splits"].append(split)
-                arrays["tracks_true"].append(int(tracks))
-                arrays["true_ids"].append(t_id + (leaf_base if t_leaf else node_base))
-                arrays["true_leafs"].append(t_leaf)
-                arrays["false_ids"].append(f_id + (leaf_base if f_leaf else node_base))
-                arrays["false_leafs"].append(f_leaf)
-            arrays["leaf_targets"] += [int(ens.tree_output_start[t]) + k] * len(leaf_nodes)
-            arrays["leaf_weights"] += list(ens.leaf_value[leaf_nodes, k])
-    node = helper.make_node(
-        "TreeEnsemble", ["X"], ["raw"], domain="ai.onnx.ml",
-        aggregate_function=AGGREGATE_SUM, post_transform=0, n_targets=int(ens.n_outputs),
-        tree_roots=arrays["roots"],
-        nodes_featureids=arrays["featureids"],
-        nodes_splits=numpy_helper.from_array(np.asarray(arrays["splits"], np.float64), "splits"),
-        nodes_modes=numpy_helper.from_array(
-            np.full(len(arrays["splits"]), BRANCH_LEQ, np.uint8), "modes"),
-        nodes_missing_value_tracks_true=arrays["tracks_true"],
-        nodes_truenodeids=arrays["true_ids"], nodes_trueleafs=arrays["true_leafs"],
-        nodes_falsenodeids=arrays["false_ids"], nodes_falseleafs=arrays["false_leafs"],
-        leaf_targetids=arrays["leaf_targets"],
-        leaf_weights=numpy_helper.from_array(np.asarray(arrays["leaf_weights"], np.float64),
-                                             "leaf_weights"))
-    graph = helper.make_graph(
-        [node], "woodstar_trees",
-        [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [None, int(ens.n_features)])],
-        [helper.make_tensor_value_info("raw", TensorProto.DOUBLE, [None, int(ens.n_outputs)])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
-                                                    helper.make_opsetid("ai.onnx.ml", 5)])
-    model.ir_version = 10
-    return model
+        for k in range(ens.leaf_width):
+            column = int(ens.tree_output_start[t]) + k
+            lists.add_tree(nodes, [column] * len(leaf_nodes), list(ens.leaf_value[leaf_nodes, k]))
+    return lists.model(int(ens.n_outputs), int(ens.n_features), np.float64)
+
+
+def leaf_index_model(ens: TreeEnsemble, dtype: str):
+    """An ``onnx.ModelProto``: ``X`` (N, n_features) of ``dtype`` -> ``Y`` (N, n_trees),
+    the node id (into the IR's arrays) of the leaf each row reaches in each tree."""
+    thresholds = node_thresholds(ens, dtype)
+    lists = _NodeLists()
+    for t in range(ens.n_trees):
+        nodes, leaf_nodes = _tree_arrays(ens, t, thresholds)
+        lists.add_tree(nodes, [t] * len(leaf_nodes), [float(n) for n in leaf_nodes])
+    return lists.model(int(ens.n_trees), int(ens.n_features), np.dtype(dtype).type)
+
+
+def _one_block(ens: TreeEnsemble) -> bool:
+    return bool(np.all(ens.tree_output_start == 0)) and ens.leaf_width == ens.n_outputs
+
+
+def _sums_leaf_indices(ens: TreeEnsemble, dtype: str) -> bool:
+    """Whether the route reads leaf indices (vector leaves in one block) or leaf sums."""
+    exact_ids = dtype == "float64" or ens.n_nodes < FLOAT32_EXACT_INTEGERS
+    return ens.leaf_width > 1 and _one_block(ens) and exact_ids
+
+
+def walks_each_tree_once(ens: TreeEnsemble) -> bool:
+    """Whether the kernel walks each tree once per row (not once per output column),
+    which is where the benchmark found this route faster than the others."""
+    return ens.leaf_width == 1 or _one_block(ens)
 
 
 class OnnxMlTrees:
@@ -135,6 +196,16 @@ class OnnxMlTrees:
             raise ValueError("the ONNX-ML route does not take categorical splits, missing "
                              "ranges or linear leaves")
         ens = fold_base_score(ens)
+        self.leaf_indices = _sums_leaf_indices(ens, dtype)
+        if self.leaf_indices:
+            model = leaf_index_model(ens, dtype)
+            self.input_dtype = np.dtype(dtype)
+            self.leaf_table = np.ascontiguousarray(ens.leaf_value, dtype=np.float64)
+            self.gather_rows = max(1, GATHER_BYTES // (8 * ens.n_trees * ens.leaf_width))
+        else:
+            model = tree_ensemble_model(ens, dtype)
+            self.input_dtype = np.dtype(np.float64)
+        # A float32 route given float64 rows compares their float32 values.
         self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
         self.mean = ens.aggregation == "mean"
         self.n_trees = ens.n_trees
@@ -145,19 +216,33 @@ class OnnxMlTrees:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            tree_ensemble_model(ens, dtype).SerializeToString(), options,
-            providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(model.SerializeToString(), options,
+                                            providers=["CPUExecutionProvider"])
         self.n_threads = max(1, int(n_threads))
         self._pool = None
 
     def _run(self, X: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {"X": X})[0]
+        out = self.session.run(None, {"X": X})[0]
+        return self._add_leaves(out) if self.leaf_indices else out
+
+    def _add_leaves(self, leaf_ids: np.ndarray) -> np.ndarray:
+        """(rows, trees) leaf node ids -> (rows, width) sums of their vectors, in tree
+        order: ``np.add.reduce`` over the first, slowest axis adds one (rows, width)
+        slice after another (NumPy pairs terms only along the fast axis)."""
+        ids = leaf_ids.T.astype(np.intp)
+        if ids.shape[1] <= self.gather_rows:
+            return np.add.reduce(self.leaf_table.take(ids, axis=0), axis=0)
+        out = np.empty((ids.shape[1], self.leaf_table.shape[1]), np.float64)
+        for start in range(0, ids.shape[1], self.gather_rows):
+            block = ids[:, start:start + self.gather_rows]
+            np.add.reduce(self.leaf_table.take(block, axis=0), axis=0,
+                          out=out[start:start + self.gather_rows])
+        return out
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         if self.round_to_float32:
             X = X.astype(np.float32)
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=self.input_dtype)
         if self.n_threads > 1 and len(X) >= self.parallel_min_rows:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor

@@ -63,15 +63,19 @@ def _limits(threads):
 
 
 # ------------------------------------------------------------------ woodstar
-def _woodstar_candidates(spec, model):
+def _woodstar_candidates(spec, model, backends=None, routed_only=False):
+    """Each backend's routed candidate ("auto": what convert picks, CPU routes included)
+    and, unless ``routed_only``, one per forced tree strategy."""
     import woodstar
     from woodstar.backends import all_backends
     from woodstar.lowering import strategy_names
 
     out = []
     for backend, cls in sorted(all_backends().items()):
+        if backends is not None and backend not in backends:
+            continue
         available, reason = cls.is_available()
-        for strategy in (None, *strategy_names()):
+        for strategy in (None,) if routed_only else (None, *strategy_names()):
             label = strategy or "auto"
 
             def build(threads, backend=backend, strategy=strategy, available=available,
@@ -244,9 +248,11 @@ PEERS = {"native": _native, "onnxruntime": _onnxruntime, "tl2cgen": _tl2cgen,
          "lleaves": _lleaves}
 
 
-def candidates_for(spec: ModelSpec, model, peers=tuple(PEERS), woodstar_only=False):
-    """Native first (the reference), then the other peers, then woodstar's routes."""
+def candidates_for(spec: ModelSpec, model, peers=tuple(PEERS), woodstar_only=False,
+                   backends=None, routed_only=False):
+    """Native first (the reference), then the other peers, then woodstar's routes
+    (``backends``: only those; ``routed_only``: only each backend's routed candidate)."""
     out = [_native(spec, model)]
     if not woodstar_only:
         out += [PEERS[p](spec, model) for p in peers if p != "native"]
-    return out + _woodstar_candidates(spec, model)
+    return out + _woodstar_candidates(spec, model, backends, routed_only)

@@ -27,6 +27,10 @@ def add_arguments(parser):
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--peers", type=_csv(str),
                         help="peers besides the native library (default: onnxruntime,tl2cgen,lleaves)")
+    parser.add_argument("--backends", type=_csv(str),
+                        help="woodstar backends to time (default: every installed one)")
+    parser.add_argument("--routed-only", action="store_true",
+                        help="time each backend's routed route only, not every forced strategy")
     parser.add_argument("--routing-sweep", action="store_true",
                         help="also time woodstar's strategies on forests of depth 2..14 (routing evidence)")
     parser.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/<mode>.json)")
@@ -66,7 +70,8 @@ def run(args):
         peers = args.peers if args.peers is not None else (
             ("onnxruntime",) if mode != "full" else ("onnxruntime", "tl2cgen", "lleaves"))
         harness.run_benchmark(models, peers=peers, woodstar_only_models=sweep, out_path=out,
-                              progress=not args.no_progress, **settings)
+                              progress=not args.no_progress, backends=args.backends,
+                              routed_only=args.routed_only, **settings)
         print(f"results: {out}")
     if args.report or args.report_only:
         from . import report

@@ -105,7 +105,7 @@ def _progress(total, enabled):
 
 def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, check_rows,
                   peers=None, woodstar_only_models=(), out_path=None, progress=True,
-                  seed=0, log=print):
+                  seed=0, log=print, backends=None, routed_only=False):
     """Measure every candidate on every (model, threads, batch) cell; return the results
     dict (and write it to ``out_path`` as JSON)."""
     import torch
@@ -117,6 +117,7 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
             "cpu": _cpu(), "logical_cpus": os.cpu_count(), "versions": _versions(),
             "git_commit": _git_commit(), "command": " ".join(sys.argv),
             "batches": list(batches), "threads": list(threads), "repeats": repeats,
+            "backends": None if backends is None else list(backends), "routed_only": routed_only,
             "min_time_s": min_time_s, "max_call_s": max_call_s, "atol": ATOL,
             "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS")
                     if k in os.environ},
@@ -150,7 +151,8 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                 torch.set_num_threads(n_threads)
                 built = []
                 for cand in candidates_for(spec, model, peers=peers or (),
-                                           woodstar_only=woodstar_only):
+                                           woodstar_only=woodstar_only, backends=backends,
+                                           routed_only=routed_only):
                     record = {"model": model_name, "threads": n_threads, "candidate": cand.name,
                               "kind": cand.kind, "strategy": cand.strategy,
                               "backend": cand.backend}

@@ -34,8 +34,9 @@ class ConvertedModel:
         self.device = torch.device(device)
         self._programs = programs
         self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
-        self._cpu_programs = {}  # precision -> the small-batch program (see _cpu_route_limit)
+        self._cpu_programs = {}  # (route, precision) -> a CPU-route program (_cpu_route_limit)
         self._cpu_route = self._choose_cpu_route()
+        self._single_row_route = self._choose_single_row_route()
         self._cpu_route_rows = self._cpu_route_limit() if self._cpu_route else 0
         head = model_ir.head
         self.n_features_in_ = head.n_features
@@ -96,6 +97,16 @@ class ConvertedModel:
             return "onnx-ml"
         return "numpy" if NumpyTreeWalk.supports(ens) else None
 
+    def _choose_single_row_route(self):
+        """The route for one-row calls: the NumPy walk for forest classifiers, whose
+        ONNX-ML route hands leaf indices back to NumPy; a single row does not amortise
+        that second step (the walk was 8-18% faster at 1 row in all six RF cells and
+        slower from 2 rows: docs/benchmarks.md, "CPU routes")."""
+        if self._cpu_route == "onnx-ml" and self.ir.ensemble.leaf_width > 1 \
+                and NumpyTreeWalk.supports(self.ir.ensemble):
+            return "numpy"
+        return self._cpu_route
+
     def _cpu_route_limit(self) -> int:
         """Rows up to which a call runs the CPU route instead of the Torch program: not when the user named a tree strategy (unless they also set
         ``small_batch_rows``), and not with padded batches."""
@@ -108,15 +119,16 @@ class ConvertedModel:
             return 0
         return small_batch_rows(self.ir.ensemble, self._cpu_route)
 
-    def _cpu_program(self, precision):
-        program = self._cpu_programs.get(precision)
+    def _cpu_program(self, precision, route=None):
+        route = route or self._cpu_route
+        program = self._cpu_programs.get((route, precision))
         if program is None:
-            if self._cpu_route == "onnx-ml":
+            if route == "onnx-ml":
                 threads = self.options.n_threads or torch.get_num_threads()
                 program = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
             else:
                 program = NumpyTreeWalk(self.ir.ensemble, precision)
-            self._cpu_programs[precision] = program
+            self._cpu_programs[(route, precision)] = program
         return program
 
     @property
@@ -165,7 +177,7 @@ class ConvertedModel:
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
         n = X.shape[0]
         if n <= self._cpu_route_rows and self.device.type == "cpu":
-            program = self._cpu_program(precision)
+            program = self._cpu_program(precision, self._single_row_route if n == 1 else None)
             if n <= ONNX_ML_CHUNK_ROWS:
                 return program(X)
             parts = [program(X[i:i + ONNX_ML_CHUNK_ROWS]) for i in range(0, n, ONNX_ML_CHUNK_ROWS)]

@@ -53,8 +53,8 @@ def test_wrong_answers_are_never_timed(tiny, monkeypatch):
 
     real = candidates._woodstar_candidates
 
-    def broken(spec, model):
-        out = real(spec, model)
+    def broken(spec, model, *selection):
+        out = real(spec, model, *selection)
         for cand in out:
             build = cand.build
 
@@ -86,3 +86,14 @@ def test_cli_parses_bench_options():
 
     args = build_parser().parse_args(["bench", "--quick", "--threads", "1,2", "--report"])
     assert args.quick and args.threads == (1, 2) and args.report
+    args = build_parser().parse_args(["bench", "--backends", "torch,onnx", "--routed-only"])
+    assert args.backends == ("torch", "onnx") and args.routed_only
+
+
+def test_routed_only_times_one_route_per_chosen_backend(tiny):
+    results = harness.run_benchmark(
+        ["tiny_rf"], batches=(3,), threads=(1,), repeats=1, min_time_s=0.0, max_call_s=5.0,
+        check_rows=30, peers=(), progress=False, backends=("torch",), routed_only=True)
+    woodstar_builds = [b["candidate"] for b in results["builds"] if b["kind"] == "woodstar"]
+    assert woodstar_builds == ["woodstar[auto/torch]"]
+    assert results["meta"]["backends"] == ["torch"] and results["meta"]["routed_only"]

@@ -83,12 +83,14 @@ def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, r
     model, X = forest
     converted = woodstar.convert(model, "torch")
     assert converted._cpu_route == ("onnx-ml" if onnx_ml.available() else "numpy")
-    converted._cpu_route = route
+    assert converted._single_row_route == "numpy"  # forest classifiers: see the container
+    converted._cpu_route = converted._single_row_route = route
     converted._cpu_route_rows = small_batch_rows(converted.ir.ensemble, route)
     assert converted._cpu_route_rows >= 8
     calls = []
     program = converted._cpu_program("float32")
-    converted._cpu_programs["float32"] = lambda batch: calls.append(len(batch)) or program(batch)
+    converted._cpu_programs[(route, "float32")] = \
+        lambda batch: calls.append(len(batch)) or program(batch)
     X_test = X[rng.integers(0, len(X), 40)].astype(np.float32)
     for i in range(20):  # one row at a time: every call goes through the route
         np.testing.assert_array_equal(converted.predict_proba(X_test[i:i + 1]),

@@ -69,6 +69,18 @@ def test_forest_classifiers_take_it_reading_leaf_indices(rng):
     assert converted._cpu_route == "onnx-ml"
     assert converted._cpu_program("float32").leaf_indices
     assert woodstar.convert(model, "onnx")._cpu_route is None
+    # One row goes to the NumPy walk (faster there), two to ONNX Runtime; same answers.
+    X_test = rng.normal(size=(2, 5)).astype(np.float32)
+    for rows in (1, 2):
+        np.testing.assert_array_equal(converted.predict_proba(X_test[:rows]),
+                                      model.predict_proba(X_test[:rows]))
+    assert set(converted._cpu_programs) == {("numpy", "float32"), ("onnx-ml", "float32")}
+
+
+def test_one_value_leaves_keep_onnx_ml_for_single_rows(rng):
+    X, y = _data(rng)
+    model = sk_ensemble.GradientBoostingRegressor(n_estimators=5, random_state=0).fit(X, y)
+    assert woodstar.convert(model, "torch")._single_row_route == "onnx-ml"
 
 
 def test_vector_leaves_in_several_blocks_are_left_to_the_walk(rng):

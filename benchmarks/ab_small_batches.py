@@ -1,5 +1,5 @@
-"""A/B of the small-batch routes (ONNX Runtime's tree kernel from the IR, the NumPy
-walk) against the Torch program, on the public path (``converted.predict_proba`` from
+"""A/B of the CPU routes (the compiled walk, ONNX Runtime's tree kernel from the IR,
+the NumPy walk) against the Torch program, on the public path (``converted.predict_proba`` from
 float32 NumPy), interleaved in a shuffled order, answers checked against the native
 model first. Also times the native model
 and, where installed, ONNX Runtime through skl2onnx/onnxmltools at the same rows.
@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 import woodstar
+from woodstar.lowering import onnx_ml
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
@@ -46,17 +47,20 @@ def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
         model = load_model(spec)
         for threads in threads_list:
             torch.set_num_threads(threads)
-            routes = {
-                "onnx-ml": woodstar.convert(model, "torch", extra_config={
-                    "n_threads": threads, "small_batch_rows": max(rows_list)}),
-                "numpy-walk": woodstar.convert(model, "torch", extra_config={
-                    "n_threads": threads, "small_batch_rows": max(rows_list)}),
-                "torch": woodstar.convert(model, "torch", extra_config={
-                    "n_threads": threads, "small_batch_rows": 0}),
-            }
-            routes["numpy-walk"]._cpu_route = "numpy"  # the route without onnxruntime
-            if routes["onnx-ml"]._cpu_route != "onnx-ml":
-                del routes["onnx-ml"]  # onnxruntime missing, or a model it does not take
+            routes = {}
+            for route in ("c-walk", "onnx-ml", "numpy-walk"):
+                routes[route] = woodstar.convert(model, "torch", extra_config={
+                    "n_threads": threads, "small_batch_rows": max(rows_list)})
+            routes["torch"] = woodstar.convert(model, "torch", extra_config={
+                "n_threads": threads, "small_batch_rows": 0})
+            # The container's own choice is the first route that takes the model; the
+            # others are forced, for every row count (single rows included).
+            for route, name_in_container in (("onnx-ml", "onnx-ml"), ("numpy-walk", "numpy")):
+                routes[route]._cpu_route = routes[route]._single_row_route = name_in_container
+            if routes["c-walk"]._cpu_route != "c-walk":
+                del routes["c-walk"]  # no C compiler, or a model it does not take
+            if not (onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(routes["torch"].ir.ensemble)):
+                del routes["onnx-ml"]
             for route in skip:
                 routes.pop(route, None)
             fns = {k: c.predict_proba for k, c in routes.items()}

@@ -12,7 +12,7 @@ from ._input import to_feature_matrix
 from ._options import Options
 from .ir import ModelIR
 from .lowering import choose_strategy, lower_tree_ensemble
-from .lowering import onnx_ml
+from .lowering import c_walk, onnx_ml
 from .lowering.numpy_walk import NumpyTreeWalk
 from .lowering.routing import ONNX_ML_CHUNK_ROWS, small_batch_rows
 
@@ -85,13 +85,15 @@ class ConvertedModel:
 
     def _choose_cpu_route(self):
         """The CPU route that replaces the Torch program on the torch backend, where the
-        benchmark found one faster (docs/benchmarks.md, "CPU routes"): ONNX Runtime's
-        tree kernel where onnxruntime is installed and the kernel walks each tree once
-        (one value per leaf, or vector leaves in one block); else the NumPy walk; else
-        none."""
+        benchmark found one faster (docs/benchmarks.md, "CPU routes"), first that takes
+        the model: the compiled walk where a C compiler is there; ONNX Runtime's tree
+        kernel where onnxruntime is installed and it walks each tree once (one value per
+        leaf, or vector leaves in one block); the NumPy walk; else none."""
         ens = self.ir.ensemble
         if self.backend != "torch":
             return None  # the other backends were chosen for their own runtime
+        if c_walk.CTreeWalk.supports(ens) and c_walk.available():
+            return "c-walk"
         if (onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(ens)
                 and onnx_ml.walks_each_tree_once(ens)):
             return "onnx-ml"
@@ -123,8 +125,10 @@ class ConvertedModel:
         route = route or self._cpu_route
         program = self._cpu_programs.get((route, precision))
         if program is None:
-            if route == "onnx-ml":
-                threads = self.options.n_threads or torch.get_num_threads()
+            threads = self.options.n_threads or torch.get_num_threads()
+            if route == "c-walk":
+                program = c_walk.CTreeWalk(self.ir.ensemble, precision, n_threads=threads)
+            elif route == "onnx-ml":
                 program = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
             else:
                 program = NumpyTreeWalk(self.ir.ensemble, precision)

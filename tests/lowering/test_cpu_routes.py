@@ -8,7 +8,7 @@ import pytest
 
 from woodstar.exceptions import ConstantError
 from woodstar.ir.reference import predict
-from woodstar.lowering import onnx_ml
+from woodstar.lowering import c_walk, onnx_ml
 from woodstar.lowering.numpy_walk import NumpyTreeWalk
 from woodstar.lowering.routing import small_batch_rows
 
@@ -26,7 +26,15 @@ def _onnx_ml_route():
     return OnnxMlTrees
 
 
-ROUTE_CLASSES = {"numpy": lambda: NumpyTreeWalk, "onnx-ml": _onnx_ml_route}
+def _c_walk_route():
+    from woodstar.lowering import c_walk
+
+    if not c_walk.available():
+        pytest.skip(c_walk.unavailable_reason())
+    return c_walk.CTreeWalk
+
+
+ROUTE_CLASSES = {"numpy": lambda: NumpyTreeWalk, "onnx-ml": _onnx_ml_route, "c-walk": _c_walk_route}
 
 
 @pytest.mark.parametrize("route", sorted(ROUTE_CLASSES))
@@ -44,11 +52,17 @@ def test_route_matches_reference(case, rows, route, precision, rng):
     np.testing.assert_array_equal(transformed, transformed_ref)  # the IR's own NumPy transform
 
 
+@pytest.mark.parametrize("route", ["numpy", "c-walk"])
 @pytest.mark.parametrize("missing_range", [(-ZERO, ZERO), (-999.0, -999.0)])
-def test_walk_treats_the_missing_range_as_missing(missing_range, rng):
+def test_walks_treat_the_missing_range_as_missing(missing_range, route, precision, rng):
+    route_cls = ROUTE_CLASSES[route]()
     ens = missing_range_ensemble(rng, missing_range, comparison=0, categorical=False)
     X = missing_range_inputs(rng, ens.n_features, n=50)
-    np.testing.assert_array_equal(NumpyTreeWalk(ens, "float64")(X)[0], predict(ens, X)[0])
+    if precision == "float32":
+        X = X.astype(np.float32).astype(np.float64)
+    assert ens.has_missing_range
+    np.testing.assert_array_equal(route_cls(ens, precision)(X.astype(precision))[0],
+                                  predict(ens, X)[0])
 
 
 def test_walk_refuses_categorical_ensembles(rng):
@@ -74,16 +88,19 @@ def forest():
     return sk_ensemble.RandomForestClassifier(20, max_depth=6, random_state=0).fit(X, y), X
 
 
-ROUTES = [pytest.param("onnx-ml", marks=pytest.mark.skipif(
-    not onnx_ml.available(), reason="onnxruntime not installed")), "numpy"]
+ROUTES = [pytest.param("c-walk", marks=pytest.mark.skipif(
+              not c_walk.available(), reason=str(c_walk.unavailable_reason()))),
+          pytest.param("onnx-ml", marks=pytest.mark.skipif(
+              not onnx_ml.available(), reason="onnxruntime not installed")),
+          "numpy"]
 
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, rng, route):
     model, X = forest
     converted = woodstar.convert(model, "torch")
-    assert converted._cpu_route == ("onnx-ml" if onnx_ml.available() else "numpy")
-    assert converted._single_row_route == "numpy"  # forest classifiers: see the container
+    first = "c-walk" if c_walk.available() else "onnx-ml" if onnx_ml.available() else "numpy"
+    assert converted._cpu_route == first
     converted._cpu_route = converted._single_row_route = route
     converted._cpu_route_rows = small_batch_rows(converted.ir.ensemble, route)
     assert converted._cpu_route_rows >= 8
@@ -99,8 +116,9 @@ def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, r
     assert calls and set(calls) == {1}
     big = np.repeat(X_test, 20, axis=0)
     np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
-    # The ONNX-ML route has no row limit; the NumPy walk hands big batches to Torch.
-    assert (len(big) in calls) == (route == "onnx-ml")
+    # The compiled and ONNX-ML routes have no row limit; the NumPy walk hands big
+    # batches to Torch.
+    assert (len(big) in calls) == (route != "numpy")
 
 
 @pytest.mark.parametrize("extra_config, backend", [

@@ -42,6 +42,13 @@ from sklearn import ensemble as sk_ensemble  # noqa: E402
 
 import woodstar  # noqa: E402
 from woodstar import container as container_module  # noqa: E402
+from woodstar.lowering import c_walk  # noqa: E402
+
+
+@pytest.fixture
+def without_c_walk(monkeypatch):
+    """The container's choices where no C compiler is there (the compiled walk first)."""
+    monkeypatch.setattr(c_walk, "available", lambda: False)
 
 
 def _data(rng, n=400):
@@ -49,7 +56,7 @@ def _data(rng, n=400):
     return X, X[:, 0] - 2 * X[:, 1] * X[:, 2] + rng.normal(scale=0.1, size=n)
 
 
-def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(rng, monkeypatch):
+def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(without_c_walk, rng, monkeypatch):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=30, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch")
@@ -62,7 +69,7 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(rng, monkeypatch)
     np.testing.assert_array_equal(converted.predict(X_test), whole)
 
 
-def test_forest_classifiers_take_it_reading_leaf_indices(rng):
+def test_forest_classifiers_take_it_reading_leaf_indices(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y > 0)
     converted = woodstar.convert(model, "torch")
@@ -77,7 +84,7 @@ def test_forest_classifiers_take_it_reading_leaf_indices(rng):
     assert set(converted._cpu_programs) == {("numpy", "float32"), ("onnx-ml", "float32")}
 
 
-def test_one_value_leaves_keep_onnx_ml_for_single_rows(rng):
+def test_one_value_leaves_keep_onnx_ml_for_single_rows(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=5, random_state=0).fit(X, y)
     assert woodstar.convert(model, "torch")._single_row_route == "onnx-ml"
@@ -133,15 +140,15 @@ def _leaf_ids(route, X):
     return route.session.run(None, {"X": X.astype(np.float32)})[0].astype(np.intp)
 
 
-def test_row_blocks_on_several_threads_give_the_same_bits(rng):
+def test_row_blocks_on_several_threads_give_the_same_bits(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch", extra_config={"n_threads": 3})
     route = converted._cpu_program("float32")
     assert route.n_threads == 3
     X_test = rng.normal(scale=2, size=(301, 5)).astype(np.float32)
-    route.parallel_min_rows = 10 ** 9
+    route.blocks.min_rows = 10 ** 9
     serial = converted.predict(X_test)
-    route.parallel_min_rows = 2
+    route.blocks.min_rows = 2
     np.testing.assert_array_equal(converted.predict(X_test), serial)
     np.testing.assert_array_equal(serial, model.predict(X_test))

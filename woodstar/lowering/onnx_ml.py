@@ -34,6 +34,7 @@ import numpy as np
 from ..ir.passes import fold_base_score
 from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
+from ._row_blocks import RowBlocks
 from .trees._common import node_thresholds
 
 __all__ = ["OnnxMlTrees", "tree_ensemble_model", "leaf_index_model", "available",
@@ -218,8 +219,11 @@ class OnnxMlTrees:
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(model.SerializeToString(), options,
                                             providers=["CPUExecutionProvider"])
-        self.n_threads = max(1, int(n_threads))
-        self._pool = None
+        self.blocks = RowBlocks(n_threads, self.parallel_min_rows)
+
+    @property
+    def n_threads(self) -> int:
+        return self.blocks.n_threads
 
     def _run(self, X: np.ndarray) -> np.ndarray:
         out = self.session.run(None, {"X": X})[0]
@@ -243,15 +247,7 @@ class OnnxMlTrees:
         if self.round_to_float32:
             X = X.astype(np.float32)
         X = np.ascontiguousarray(X, dtype=self.input_dtype)
-        if self.n_threads > 1 and len(X) >= self.parallel_min_rows:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="woodstar-ort")
-            blocks = np.array_split(X, self.n_threads)
-            raw = np.concatenate(list(self._pool.map(self._run, blocks)))
-        else:
-            raw = self._run(X)
+        raw = self.blocks.run(self._run, X)
         if self.mean:
             raw = raw / self.n_trees
         return raw + self.base_score if self.add_base else raw

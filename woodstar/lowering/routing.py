@@ -161,8 +161,8 @@ def choose_backend(requested: str, n_threads=None, device="cpu", table=None, ava
 
 def small_batch_rows(ens: TreeEnsemble, route: str = "numpy") -> int:
     """Rows up to which the torch backend on CPU runs its small-batch ``route``
-    ("onnx-ml" or "numpy") for ``ens``."""
-    if route == "onnx-ml":
+    ("c-walk", "onnx-ml" or "numpy") for ``ens``."""
+    if route in ("onnx-ml", "c-walk"):
         return sys.maxsize
     steps_per_row = ens.n_trees * max(1, int(np.max(ens.tree_depths())))
     return int(min(SMALL_BATCH_MAX_ROWS, SMALL_BATCH_STEPS // steps_per_row))

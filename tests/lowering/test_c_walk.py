@@ -1,0 +1,90 @@
+"""The compiled walk: its build (cached, refused with a reason), its row blocks, and
+the container's fallback without it (its equality with the IR reference on edge trees
+is in test_cpu_routes.py)."""
+
+import numpy as np
+import pytest
+
+from woodstar.ir.reference import predict
+from woodstar.lowering import c_walk
+
+from .test_strategies import inputs, random_ensemble
+
+needs_compiler = pytest.mark.skipif(not c_walk.available(),
+                                    reason=str(c_walk.unavailable_reason()))
+
+
+@pytest.fixture
+def fresh_build(monkeypatch, tmp_path):
+    """A process that has not loaded the library yet, with an empty cache."""
+    monkeypatch.setattr(c_walk, "_state", {})
+    monkeypatch.setenv("WOODSTAR_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@needs_compiler
+def test_the_build_is_cached_by_source_and_reused(fresh_build, monkeypatch):
+    assert c_walk.available()
+    built = list(fresh_build.glob("c_walk-*.so"))
+    assert len(built) == 1 and not list(fresh_build.glob("*.tmp"))
+    monkeypatch.setattr(c_walk, "_state", {})
+    monkeypatch.setattr(c_walk.subprocess, "run", lambda *a, **k: pytest.fail("rebuilt"))
+    assert c_walk.available()  # loaded from the cache, no compiler run
+
+
+def test_without_a_compiler_it_says_why(fresh_build, monkeypatch):
+    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    assert not c_walk.available()
+    assert "no C compiler" in c_walk.unavailable_reason()
+    with pytest.raises(RuntimeError, match="no C compiler"):
+        c_walk.CTreeWalk(random_ensemble(np.random.default_rng(0)), "float32")
+
+
+@needs_compiler
+def test_a_failed_build_says_why_and_leaves_nothing(fresh_build, monkeypatch, tmp_path):
+    broken = tmp_path / "broken.c"
+    broken.write_text("this is not C\n")
+    monkeypatch.setattr(c_walk, "SOURCE", broken)
+    assert not c_walk.available()
+    assert "failed" in c_walk.unavailable_reason()
+    assert not list(fresh_build.glob("*"))
+
+
+@needs_compiler
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_row_blocks_on_several_threads_give_the_same_bits(precision, rng):
+    ens = random_ensemble(rng, n_trees=30, max_depth=7, leaf_width=2, n_outputs=2)
+    X = inputs(rng, ens.n_features, n=701)
+    if precision == "float32":
+        X = X.astype(np.float32).astype(np.float64)
+    walk = c_walk.CTreeWalk(ens, precision, n_threads=3)
+    walk.blocks.min_rows = 2
+    parallel = walk(X.astype(precision))[0]
+    np.testing.assert_array_equal(parallel, predict(ens, X)[0])
+    assert walk.blocks._pool is not None  # the blocks did run on the pool
+
+
+@needs_compiler
+def test_wrong_shapes_are_refused_before_the_kernel(rng):
+    ens = random_ensemble(rng)
+    walk = c_walk.CTreeWalk(ens, "float32")
+    with pytest.raises(ValueError, match="expected"):
+        walk(np.zeros((3, ens.n_features + 1), np.float32))
+    assert walk(np.zeros((0, ens.n_features), np.float32))[0].shape == (0, ens.n_outputs)
+
+
+# ---------------------------------------------------------------- in the container
+sklearn = pytest.importorskip("sklearn")
+from sklearn import ensemble as sk_ensemble  # noqa: E402
+
+import woodstar  # noqa: E402
+
+
+def test_container_falls_back_without_a_compiler(fresh_build, monkeypatch, rng):
+    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    X = rng.normal(size=(200, 4))
+    model = sk_ensemble.GradientBoostingRegressor(n_estimators=10, random_state=0).fit(X, X[:, 0])
+    converted = woodstar.convert(model, "torch")
+    assert converted._cpu_route in ("onnx-ml", "numpy")
+    X_test = rng.normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(converted.predict(X_test), model.predict(X_test))

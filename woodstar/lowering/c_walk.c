@@ -1,0 +1,148 @@
+/* woodstar's compiled tree walk: the CPU route's kernel (see c_walk.py).
+ *
+ * One generic kernel, compiled once per machine; the model is data, not code. Nodes are
+ * laid out so that a tree's left child sits just before its right sibling
+ * (sibling_adjacent_layout), so a step is  node = right - go_left.
+ *
+ * Exactness: comparisons are made in the route's type (float or double) against
+ * thresholds already rounded for that type (le_thresholds); a missing value (NaN, or a
+ * value inside the model's missing range at nodes that treat it so) goes to the side the
+ * node learned; leaves are added in float64, tree after tree, to an accumulator that
+ * the caller zeroes (base scores are folded into the first tree beforehand), which is
+ * the order the IR's reference and the source libraries use.
+ *
+ * Rows are taken in blocks, and within a block trees are the outer loop, so a tree's
+ * nodes stay in cache while every row of the block walks it; each row still receives
+ * its trees in order. Models without a missing range get a kernel without its test.
+ *
+ * No -ffast-math: it would break the NaN tests.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#define ROW_BLOCK 64
+#define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
+#define TREE_LANES 16
+#define DEFAULT_LEFT 1
+#define MISSING_IN_RANGE 2
+
+typedef struct {
+    int32_t feature;
+    int32_t right;     /* the right child; the left child is right - 1 */
+    int32_t flags;     /* DEFAULT_LEFT | MISSING_IN_RANGE */
+    float threshold;   /* go left when x <= threshold */
+} node32;
+
+typedef struct {
+    double threshold;
+    int32_t feature;
+    int32_t right;
+    int32_t flags;
+    int32_t unused;
+} node64;
+
+/* One level for every row of the block in lockstep: the rows' walks are independent,
+ * so the processor overlaps their memory loads (a walk alone waits on each load). A
+ * leaf reads feature 0 against +inf and is default-left, so it always goes "left" to
+ * itself; each tree takes exactly its depth in steps. */
+#define STEP_NAN_ONLY(T)                                                                   \
+    const int go_left = (v <= node->threshold) | ((v != v) & node->flags);
+#define STEP_WITH_RANGE(T)                                                                 \
+    const int missing = (v != v) | ((node->flags >> 1) & (v >= lo) & (v <= hi));         \
+    const int go_left = missing ? (node->flags & DEFAULT_LEFT) : (v <= node->threshold);
+
+#define DEFINE_WALK(NAME, NODE, T, STEP)                                                  \
+static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes,            \
+                 const int32_t *roots, const int32_t *depths, const int32_t *out_start,    \
+                 int64_t n_trees, const double *leaf_value, int64_t width,                 \
+                 double range_lo, double range_hi, double *out, int64_t n_out)             \
+{                                                                                          \
+    const T lo = (T)range_lo, hi = (T)range_hi;                                            \
+    int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
+    (void)lo; (void)hi;                                                                    \
+    if (n_rows < FEW_ROWS) {                                                               \
+        /* Too few rows to overlap: overlap trees instead, TREE_LANES at a time. */        \
+        for (int64_t r = 0; r < n_rows; ++r) {                                             \
+            const T *row = x + r * n_cols;                                                 \
+            for (int64_t t0 = 0; t0 < n_trees; t0 += TREE_LANES) {                         \
+                const int64_t g = n_trees - t0 < TREE_LANES ? n_trees - t0 : TREE_LANES;   \
+                int32_t depth = 0;                                                         \
+                for (int64_t j = 0; j < g; ++j) {                                          \
+                    at[j] = roots[t0 + j];                                                 \
+                    depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;               \
+                }                                                                          \
+                for (int32_t level = 0; level < depth; ++level) {                          \
+                    for (int64_t j = 0; j < g; ++j) {                                      \
+                        const NODE *node = nodes + at[j];                                  \
+                        const T v = row[node->feature];                                    \
+                        STEP(T)                                                            \
+                        at[j] = node->right - go_left;                                     \
+                    }                                                                      \
+                }                                                                          \
+                for (int64_t j = 0; j < g; ++j) { /* in tree order */                      \
+                    const double *leaf = leaf_value + (int64_t)at[j] * width;              \
+                    double *acc = out + r * n_out + out_start[t0 + j];                     \
+                    for (int64_t k = 0; k < width; ++k)                                    \
+                        acc[k] += leaf[k];                                                 \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        return;                                                                            \
+    }                                                                                      \
+    for (int64_t block = 0; block < n_rows; block += ROW_BLOCK) {                          \
+        const int64_t rows = n_rows - block < ROW_BLOCK ? n_rows - block : ROW_BLOCK;      \
+        const T *xb = x + block * n_cols;                                                  \
+        for (int64_t t = 0; t < n_trees; ++t) {                                            \
+            for (int64_t r = 0; r < rows; ++r)                                             \
+                at[r] = roots[t];                                                          \
+            for (int32_t level = 0; level < depths[t]; ++level) {                          \
+                for (int64_t r = 0; r < rows; ++r) {                                       \
+                    const NODE *node = nodes + at[r];                                      \
+                    const T v = xb[r * n_cols + node->feature];                            \
+                    STEP(T)                                                                \
+                    at[r] = node->right - go_left;                                         \
+                }                                                                          \
+            }                                                                              \
+            double *acc = out + block * n_out + out_start[t];                              \
+            for (int64_t r = 0; r < rows; ++r) {                                           \
+                const double *leaf = leaf_value + (int64_t)at[r] * width;                  \
+                for (int64_t k = 0; k < width; ++k)                                        \
+                    acc[r * n_out + k] += leaf[k];                                         \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+}
+
+DEFINE_WALK(walk_f32, node32, float, STEP_NAN_ONLY)
+DEFINE_WALK(walk_f32_range, node32, float, STEP_WITH_RANGE)
+DEFINE_WALK(walk_f64, node64, double, STEP_NAN_ONLY)
+DEFINE_WALK(walk_f64_range, node64, double, STEP_WITH_RANGE)
+
+/* A converted model's arrays and sizes, filled once by c_walk.py (one pointer per call
+ * instead of fifteen arguments: ctypes converts each argument on every call). */
+typedef struct {
+    const void *nodes;
+    const int32_t *roots, *depths, *out_start;
+    const double *leaf_value;
+    int64_t n_trees, width, n_cols, n_out, has_range;
+    double range_lo, range_hi;
+} model;
+
+#define DEFINE_ENTRY(NAME, NODE, T, PLAIN, RANGED)                                        \
+int64_t NAME(const model *m, const T *x, int64_t n_rows, double *out)                      \
+{                                                                                          \
+    (m->has_range ? RANGED : PLAIN)(x, n_rows, m->n_cols, (const NODE *)m->nodes,          \
+                                    m->roots, m->depths, m->out_start, m->n_trees,         \
+                                    m->leaf_value, m->width, m->range_lo, m->range_hi,     \
+                                    out, m->n_out);                                        \
+    return 0;                                                                              \
+}
+
+DEFINE_ENTRY(woodstar_walk_f32, node32, float, walk_f32, walk_f32_range)
+DEFINE_ENTRY(woodstar_walk_f64, node64, double, walk_f64, walk_f64_range)
+
+/* The layouts the Python side must match, checked when the library is loaded. */
+int64_t woodstar_layout(void)
+{
+    return (int64_t)sizeof(node32) * 1000000 + (int64_t)sizeof(node64) * 1000 + (int64_t)sizeof(model);
+}

@@ -225,18 +225,20 @@ def _small_batches_section(path=SMALL_BATCHES):
         return [], {}
     data = json.loads(path.read_text())
     rows = data["results"]
-    lines = ["## Small batches and the CPU routes (ONNX-ML tree kernel, NumPy walk)", "",
+    lines = ["## CPU routes (compiled walk, ONNX-ML tree kernel, NumPy walk)", "",
              f"`benchmarks/ab_small_batches.py` ({data['date']}, {data['cpu']}, torch "
              f"{data['torch']}, NumPy {data['numpy']}, "
              f"{'/'.join(str(n) for n in sorted({r.get('repeats', 0) for r in rows}, reverse=True))} "
              "interleaved repeats (fewer for the largest batches), "
              "one call per timing, so caches are as cold as between real requests; median ms). "
-             "`onnx-ml` (the IR as one ONNX-ML TreeEnsemble node, ONNX Runtime, 1 thread), "
+             "`c-walk` (the compiled walk, `woodstar/lowering/c_walk.c`), `onnx-ml` (the IR "
+             "as one ONNX-ML TreeEnsemble node, ONNX Runtime, 1 thread), "
              "`numpy-walk` and `torch` are the same converted model on the torch backend with "
-             "its small-batch route forced on or off; `onnxruntime` is the peer (skl2onnx / "
-             "onnxmltools, float32). The limits the container uses are in "
+             "its CPU route forced (`c-walk` is the container's own choice); `onnxruntime` is "
+             "the peer (skl2onnx / onnxmltools, float32). The limits the container uses are in "
              "`woodstar/lowering/routing.py`.", ""]
-    routes = [k for k in ("onnx-ml", "numpy-walk", "torch") if any(k in r["median_ms"] for r in rows)]
+    routes = [k for k in ("c-walk", "onnx-ml", "numpy-walk", "torch")
+              if any(k in r["median_ms"] for r in rows)]
     lines += ["| model | threads | rows | " + " | ".join(routes) + " | native | onnxruntime |",
               "|---|---|---|" + "---|" * (len(routes) + 2)]
     for r in rows:
@@ -261,7 +263,8 @@ def _small_batches_section(path=SMALL_BATCHES):
     for model in sorted({r["model"] for r in rows}):
         pts = sorted((r["rows"], r["median_ms"]) for r in rows if r["model"] == model and r["threads"] == 1)
         color = None
-        for route, style, marker in (("numpy-walk", "-", "o"), ("torch", "--", "x"), ("onnx-ml", ":", "s")):
+        for route, style, marker in (("c-walk", "-", "o"), ("torch", "--", "x"),
+                                     ("onnxruntime", ":", "s")):
             xy = [(p[0], p[1][route]) for p in pts if route in p[1]]
             if xy:
                 line, = ax.plot([x for x, _ in xy], [y for _, y in xy], style, marker=marker, ms=3,
@@ -271,7 +274,8 @@ def _small_batches_section(path=SMALL_BATCHES):
     ax.set_yscale("log")
     ax.set_xlabel("rows per call")
     ax.set_ylabel("ms per call, end to end")
-    ax.set_title("1 thread: NumPy walk (solid), Torch (dashed), ONNX-ML (dotted)")
+    ax.set_title("1 thread: compiled walk (solid), Torch program (dashed), ONNX Runtime peer (dotted)",
+                 fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, loc="best")
     fig.tight_layout()
@@ -414,7 +418,7 @@ def markdown(results, table, plots, results_path):
               "PYTHONPATH=. python -m woodstar.cli bench --quick --report",
               "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
               "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
-              "# the small-batch A/B behind the NumPy walk's limit (about 15 minutes)",
+              "# the CPU-route A/B (compiled walk, ONNX-ML, NumPy walk, Torch; about 40 minutes)",
               "PYTHONPATH=. python -m benchmarks.ab_small_batches",
               "```", ""]
     # ---------------------------------------------------------------- per model

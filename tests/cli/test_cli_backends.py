@@ -26,6 +26,19 @@ def test_json_report_follows_the_schema(capsys):
         assert entry["available"] == (entry["reason"] is None), entry
     torch_entry = next(b for b in report["backends"] if b["name"] == "torch")
     assert torch_entry["available"] and "pytorch" in torch_entry["aliases"]
+    routes = report["cpu_routes"]
+    assert [r["name"] for r in routes] == ["c-walk", "onnx-ml", "numpy"]
+    for entry in routes:
+        assert entry["available"] == (entry["reason"] is None), entry
+
+
+def test_cpu_routes_say_why_the_compiled_walk_is_missing(capsys, monkeypatch):
+    from woodstar.lowering import c_walk
+
+    monkeypatch.setattr(c_walk, "_state", {})
+    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    compiled = _report(capsys)["cpu_routes"][0]
+    assert not compiled["available"] and "no C compiler" in compiled["reason"]
 
 
 def test_unavailable_backend_says_what_to_install(capsys, monkeypatch):

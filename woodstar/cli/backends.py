@@ -129,6 +129,21 @@ def _backend_reports(cuda_available=False):
     return reports
 
 
+def _cpu_route_reports():
+    """The torch backend's CPU routes, in the order the container tries them."""
+    from ..lowering import c_walk, onnx_ml
+
+    compiled = c_walk.available()
+    return [
+        {"name": "c-walk", "available": compiled,
+         "reason": None if compiled else c_walk.unavailable_reason()},
+        {"name": "onnx-ml", "available": onnx_ml.available(),
+         "reason": None if onnx_ml.available() else "onnx and onnxruntime are not installed "
+                                                   "(pip install \"woodstar[onnx]\")"},
+        {"name": "numpy", "available": True, "reason": None},
+    ]
+
+
 def build_report(cuda_smoke=False):
     from .. import __version__
 
@@ -136,7 +151,8 @@ def build_report(cuda_smoke=False):
     return {"schema_version": SCHEMA_VERSION, "woodstar": __version__,
             "python": platform.python_version(), "platform": platform.platform(),
             "torch": _torch_report(), "cuda": cuda,
-            "backends": _backend_reports(cuda["available"])}
+            "backends": _backend_reports(cuda["available"]),
+            "cpu_routes": _cpu_route_reports()}
 
 
 def _print_text(report, out):
@@ -159,6 +175,9 @@ def _print_text(report, out):
             print(f"  {b['name']:<14} yes{aliases}  {facts}", file=out)
         else:
             print(f"  {b['name']:<14} no{aliases}  {b['reason']}", file=out)
+    print("torch backend CPU routes (first available is used):", file=out)
+    for r in report["cpu_routes"]:
+        print(f"  {r['name']:<14} {'yes' if r['available'] else 'no  ' + str(r['reason'])}", file=out)
 
 
 def run(args):

@@ -32,6 +32,13 @@ def test_the_build_is_cached_by_source_and_reused(fresh_build, monkeypatch):
     assert c_walk.available()  # loaded from the cache, no compiler run
 
 
+def test_with_a_compiler_the_walk_builds():
+    # Otherwise every compiled-walk test would skip: a broken c_walk.c must fail here.
+    if c_walk._compiler() is None:
+        pytest.skip("no C compiler here")
+    assert c_walk.available(), c_walk.unavailable_reason()
+
+
 def test_without_a_compiler_it_says_why(fresh_build, monkeypatch):
     monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
     assert not c_walk.available()

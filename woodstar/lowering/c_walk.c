@@ -41,15 +41,27 @@ typedef struct {
     int32_t unused;
 } node64;
 
-/* One level for every row of the block in lockstep: the rows' walks are independent,
- * so the processor overlaps their memory loads (a walk alone waits on each load). A
- * leaf reads feature 0 against +inf and is default-left, so it always goes "left" to
- * itself; each tree takes exactly its depth in steps. */
+/* Walks advance in lockstep, one level at a time over many independent lanes, so the
+ * processor overlaps their memory loads (a walk alone waits on each load). A lane is a
+ * row of a block in one tree, or, below FEW_ROWS rows, a (tree, row) pair over a group
+ * of trees. A leaf reads feature 0 against +inf and is default-left, so it always goes
+ * "left" to itself; the lanes stop at the tree's depth, or as soon as no lane moved. */
 #define STEP_NAN_ONLY(T)                                                                   \
     const int go_left = (v <= node->threshold) | ((v != v) & node->flags);
 #define STEP_WITH_RANGE(T)                                                                 \
     const int missing = (v != v) | ((node->flags >> 1) & (v >= lo) & (v <= hi));         \
     const int go_left = missing ? (node->flags & DEFAULT_LEFT) : (v <= node->threshold);
+
+/* Advance lane i, reading row ROW: */
+#define ADVANCE(NODE, T, STEP, ROW, i)                                                     \
+    {                                                                                      \
+        const NODE *node = nodes + at[i];                                                  \
+        const T v = (ROW)[node->feature];                                                  \
+        STEP(T)                                                                            \
+        const int32_t next = node->right - go_left;                                        \
+        moved |= next ^ at[i];                                                             \
+        at[i] = next;                                                                      \
+    }
 
 #define DEFINE_WALK(NAME, NODE, T, STEP)                                                  \
 static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes,            \
@@ -61,31 +73,29 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
     (void)lo; (void)hi;                                                                    \
     if (n_rows < FEW_ROWS) {                                                               \
-        /* Too few rows to overlap: overlap trees instead, TREE_LANES at a time. */        \
-        for (int64_t r = 0; r < n_rows; ++r) {                                             \
-            const T *row = x + r * n_cols;                                                 \
-            for (int64_t t0 = 0; t0 < n_trees; t0 += TREE_LANES) {                         \
-                const int64_t g = n_trees - t0 < TREE_LANES ? n_trees - t0 : TREE_LANES;   \
-                int32_t depth = 0;                                                         \
-                for (int64_t j = 0; j < g; ++j) {                                          \
-                    at[j] = roots[t0 + j];                                                 \
-                    depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;               \
-                }                                                                          \
-                for (int32_t level = 0; level < depth; ++level) {                          \
-                    for (int64_t j = 0; j < g; ++j) {                                      \
-                        const NODE *node = nodes + at[j];                                  \
-                        const T v = row[node->feature];                                    \
-                        STEP(T)                                                            \
-                        at[j] = node->right - go_left;                                     \
-                    }                                                                      \
-                }                                                                          \
-                for (int64_t j = 0; j < g; ++j) { /* in tree order */                      \
-                    const double *leaf = leaf_value + (int64_t)at[j] * width;              \
+        const int64_t group = TREE_LANES / n_rows; /* trees per group; lanes = group x rows */ \
+        for (int64_t t0 = 0; t0 < n_trees; t0 += group) {                                  \
+            const int64_t g = n_trees - t0 < group ? n_trees - t0 : group;                 \
+            int32_t depth = 0;                                                             \
+            for (int64_t j = 0; j < g; ++j) {                                              \
+                depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;                   \
+                for (int64_t r = 0; r < n_rows; ++r)                                       \
+                    at[j * n_rows + r] = roots[t0 + j];                                    \
+            }                                                                              \
+            for (int32_t level = 0; level < depth; ++level) {                              \
+                int32_t moved = 0;                                                         \
+                for (int64_t j = 0; j < g; ++j)                                            \
+                    for (int64_t r = 0; r < n_rows; ++r)                                   \
+                        ADVANCE(NODE, T, STEP, x + r * n_cols, j * n_rows + r)                            \
+                if (!moved) break;                                                         \
+            }                                                                              \
+            for (int64_t j = 0; j < g; ++j) /* each row gets the group's trees in order */ \
+                for (int64_t r = 0; r < n_rows; ++r) {                                     \
+                    const double *leaf = leaf_value + (int64_t)at[j * n_rows + r] * width; \
                     double *acc = out + r * n_out + out_start[t0 + j];                     \
                     for (int64_t k = 0; k < width; ++k)                                    \
                         acc[k] += leaf[k];                                                 \
                 }                                                                          \
-            }                                                                              \
         }                                                                                  \
         return;                                                                            \
     }                                                                                      \
@@ -96,12 +106,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             for (int64_t r = 0; r < rows; ++r)                                             \
                 at[r] = roots[t];                                                          \
             for (int32_t level = 0; level < depths[t]; ++level) {                          \
-                for (int64_t r = 0; r < rows; ++r) {                                       \
-                    const NODE *node = nodes + at[r];                                      \
-                    const T v = xb[r * n_cols + node->feature];                            \
-                    STEP(T)                                                                \
-                    at[r] = node->right - go_left;                                         \
-                }                                                                          \
+                int32_t moved = 0;                                                         \
+                for (int64_t r = 0; r < rows; ++r)                                         \
+                    ADVANCE(NODE, T, STEP, xb + r * n_cols, r)                                            \
+                if (!moved) break;                                                         \
             }                                                                              \
             double *acc = out + block * n_out + out_start[t];                              \
             for (int64_t r = 0; r < rows; ++r) {                                           \

@@ -72,6 +72,17 @@ def test_row_blocks_on_several_threads_give_the_same_bits(precision, rng):
 
 
 @needs_compiler
+def test_read_only_rows_are_walked_in_place(rng):
+    ens = random_ensemble(rng)
+    X = inputs(rng, ens.n_features, n=9).astype(np.float32)
+    walk = c_walk.CTreeWalk(ens, "float32")
+    expected = walk(X)[0]
+    X.setflags(write=False)
+    np.testing.assert_array_equal(walk(X)[0], expected)
+    np.testing.assert_array_equal(expected, predict(ens, X.astype(np.float64))[0])
+
+
+@needs_compiler
 def test_wrong_shapes_are_refused_before_the_kernel(rng):
     ens = random_ensemble(rng)
     walk = c_walk.CTreeWalk(ens, "float32")

@@ -131,7 +131,13 @@ def unavailable_reason():
 
 
 def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
+    """The data pointer of a C-contiguous array: through the buffer protocol when the
+    array is writable (0.7 us; ``array.ctypes.data`` costs 1.6-2 us, a one-row call's
+    kernel 10 us), else through ``array.ctypes``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError, BufferError):  # read-only or empty
+        return array.ctypes.data
 
 
 class CTreeWalk:

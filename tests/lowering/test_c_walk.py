@@ -2,6 +2,8 @@
 the container's fallback without it (its equality with the IR reference on edge trees
 is in test_cpu_routes.py)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,18 @@ def test_with_a_compiler_the_walk_builds():
     assert c_walk.available(), c_walk.unavailable_reason()
 
 
+@needs_compiler
+def test_a_read_only_cache_falls_back_to_the_temp_dir(fresh_build, monkeypatch, tmp_path):
+    fresh_build.mkdir(parents=True)
+    real_access = os.access  # (a chmod would not stop root, so the check is stubbed)
+    monkeypatch.setattr(c_walk.os, "access",
+                        lambda path, mode: False if path == fresh_build else real_access(path, mode))
+    monkeypatch.setattr(c_walk.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    assert c_walk.available(), c_walk.unavailable_reason()
+    assert list((tmp_path / "tmp").glob("woodstar-*/c_walk-*.so"))
+    assert not list(fresh_build.iterdir())
+
+
 def test_without_a_compiler_it_says_why(fresh_build, monkeypatch):
     monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
     assert not c_walk.available()
@@ -59,16 +73,20 @@ def test_a_failed_build_says_why_and_leaves_nothing(fresh_build, monkeypatch, tm
 
 @needs_compiler
 @pytest.mark.parametrize("precision", ["float32", "float64"])
-def test_row_blocks_on_several_threads_give_the_same_bits(precision, rng):
+def test_rows_split_over_threads_give_the_same_bits(precision, rng):
     ens = random_ensemble(rng, n_trees=30, max_depth=7, leaf_width=2, n_outputs=2)
     X = inputs(rng, ens.n_features, n=701)
     if precision == "float32":
         X = X.astype(np.float32).astype(np.float64)
     walk = c_walk.CTreeWalk(ens, precision, n_threads=3)
-    walk.blocks.min_rows = 2
-    parallel = walk(X.astype(precision))[0]
-    np.testing.assert_array_equal(parallel, predict(ens, X)[0])
-    assert walk.blocks._pool is not None  # the blocks did run on the pool
+    walk.parallel_min_steps = 0
+    np.testing.assert_array_equal(walk(X.astype(precision))[0], predict(ens, X)[0])
+    assert walk.last_threads == 3
+    np.testing.assert_array_equal(walk(X[:2].astype(precision))[0], predict(ens, X[:2])[0])
+    assert walk.last_threads == 2  # never more threads than rows
+    walk.parallel_min_steps = 10 ** 12
+    walk(X.astype(precision))
+    assert walk.last_threads == 1  # small calls stay on the calling thread
 
 
 @needs_compiler

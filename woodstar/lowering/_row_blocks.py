@@ -1,5 +1,5 @@
-"""Row blocks run concurrently by kernels that release the GIL (ONNX Runtime's session,
-the compiled walk). Each row stays whole inside one block, so every row still adds its
+"""Row blocks run concurrently by a kernel that releases the GIL (ONNX Runtime's
+session; the compiled walk makes its own threads). Each row stays whole inside one block, so every row still adds its
 trees in order on one thread: the answer does not depend on the thread count."""
 
 from concurrent.futures import ThreadPoolExecutor

@@ -14,10 +14,13 @@
  * Rows are taken in blocks, and within a block trees are the outer loop, so a tree's
  * nodes stay in cache while every row of the block walks it; each row still receives
  * its trees in order. Models without a missing range get a kernel without its test.
+ * Large calls split their rows over threads (run_ranges).
  *
  * No -ffast-math: it would break the NaN tests.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ROW_BLOCK 64
@@ -136,14 +139,75 @@ typedef struct {
     double range_lo, range_hi;
 } model;
 
+/* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
+ * every row still adds its trees in order: the answer does not depend on the thread
+ * count. Threads are created per call (tens of microseconds; the caller asks for them
+ * only above a work threshold), which avoids a pool's lifetime and fork hazards. */
+#define MAX_THREADS 64
+
+typedef struct {
+    const model *m;
+    const char *x;
+    int64_t n_rows;
+    double *out;
+    void (*walk)(const model *, const char *, int64_t, double *);
+} range_job;
+
+static void *run_job(void *arg)
+{
+    const range_job *job = (const range_job *)arg;
+    job->walk(job->m, job->x, job->n_rows, job->out);
+    return NULL;
+}
+
+/* Returns the number of threads that ran (the caller's tests read it). */
+static int64_t run_ranges(const model *m, const char *x, int64_t n_rows, double *out,
+                          int64_t n_threads, size_t value_size,
+                          void (*walk)(const model *, const char *, int64_t, double *))
+{
+    if (n_threads > MAX_THREADS) n_threads = MAX_THREADS;
+    if (n_threads > n_rows) n_threads = n_rows;
+    if (n_threads <= 1) {
+        walk(m, x, n_rows, out);
+        return 1;
+    }
+    range_job jobs[MAX_THREADS];
+    pthread_t threads[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    const int64_t chunk = (n_rows + n_threads - 1) / n_threads;
+    int64_t used = 1;
+    for (int64_t i = 0; i < n_threads; ++i) {
+        const int64_t start = i * chunk;
+        const int64_t stop = start + chunk < n_rows ? start + chunk : n_rows;
+        jobs[i].m = m;
+        jobs[i].x = x + (size_t)start * (size_t)m->n_cols * value_size;
+        jobs[i].n_rows = stop > start ? stop - start : 0;
+        jobs[i].out = out + start * m->n_out;
+        jobs[i].walk = walk;
+    }
+    for (int64_t i = 1; i < n_threads; ++i) {
+        if (jobs[i].n_rows == 0) continue;
+        started[i] = pthread_create(&threads[i], NULL, run_job, &jobs[i]) == 0;
+        if (!started[i]) run_job(&jobs[i]);  /* no thread to be had: do it here */
+        else ++used;
+    }
+    run_job(&jobs[0]);
+    for (int64_t i = 1; i < n_threads; ++i)
+        if (started[i]) pthread_join(threads[i], NULL);
+    return used;
+}
+
 #define DEFINE_ENTRY(NAME, NODE, T, PLAIN, RANGED)                                        \
-int64_t NAME(const model *m, const T *x, int64_t n_rows, double *out)                      \
+static void NAME##_range(const model *m, const char *x, int64_t n_rows, double *out)       \
 {                                                                                          \
-    (m->has_range ? RANGED : PLAIN)(x, n_rows, m->n_cols, (const NODE *)m->nodes,          \
-                                    m->roots, m->depths, m->out_start, m->n_trees,         \
-                                    m->leaf_value, m->width, m->range_lo, m->range_hi,     \
-                                    out, m->n_out);                                        \
-    return 0;                                                                              \
+    (m->has_range ? RANGED : PLAIN)((const T *)x, n_rows, m->n_cols,                       \
+                                    (const NODE *)m->nodes, m->roots, m->depths,           \
+                                    m->out_start, m->n_trees, m->leaf_value, m->width,     \
+                                    m->range_lo, m->range_hi, out, m->n_out);              \
+}                                                                                          \
+int64_t NAME(const model *m, const T *x, int64_t n_rows, double *out, int64_t n_threads)   \
+{                                                                                          \
+    return run_ranges(m, (const char *)x, n_rows, out, n_threads, sizeof(T), NAME##_range); \
 }
 
 DEFINE_ENTRY(woodstar_walk_f32, node32, float, walk_f32, walk_f32_range)

@@ -27,14 +27,13 @@ import numpy as np
 from ..ir.passes import fold_base_score
 from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
-from ._row_blocks import RowBlocks
 from .trees._common import missing_range_bounds, node_thresholds
 from .trees._layout import sibling_adjacent_layout
 
 __all__ = ["CTreeWalk", "available", "unavailable_reason"]
 
 SOURCE = Path(__file__).with_name("c_walk.c")
-FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared")
+FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread")
 DEFAULT_LEFT, MISSING_IN_RANGE = 1, 2
 NODE_DTYPES = {  # must match node32 / node64 in c_walk.c (checked on load)
     "float32": np.dtype([("feature", "<i4"), ("right", "<i4"), ("flags", "<i4"),
@@ -84,6 +83,8 @@ def _build(compiler: str) -> Path:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError:
             continue
+        if not os.access(directory, os.W_OK):
+            continue
         partial = directory / f"{name}.{os.getpid()}.tmp"
         result = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", str(partial), "-lm"],
                                 capture_output=True, text=True, timeout=120)
@@ -115,7 +116,8 @@ def _load():
     for name in ("woodstar_walk_f32", "woodstar_walk_f64"):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int64
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                       ctypes.c_int64]
     _state["lib"] = lib
     return lib
 
@@ -143,13 +145,12 @@ def _address(array: np.ndarray) -> int:
 class CTreeWalk:
     """Callable ``X (n, n_features) of dtype -> (raw, transformed)``, float64.
 
-    With ``n_threads`` > 1, batches of at least ``parallel_min_steps`` node steps (rows
-    x the trees' summed depths) are cut into row blocks walked concurrently (ctypes
-    releases the GIL; the calling thread takes one block). At 2 threads, serial vs
-    blocks (ms): GBDT depth 3 at 256 rows (77k steps) 0.20 vs 0.26-0.36, at 512 rows
-    (154k) 0.64 vs 0.54; RF 100x8 at 256 rows (205k) 0.74-0.79 vs 0.51-0.60; XGBoost
-    500x8 won from 64 rows (256k). One run, interleaved, warm (a one-off script; the
-    2-thread rows of docs/benchmarks.md "CPU routes" are the public-path check)."""
+    With ``n_threads`` > 1, calls of at least ``parallel_min_steps`` node steps (rows x
+    the trees' summed depths) split their rows over that many threads inside the kernel
+    (threads made per call, ~30 us; a Python pool's hand-off cost more than a small
+    call's work in the benchmark's cold calls). Each row stays on one thread, so the
+    answer does not depend on the thread count. ``last_threads`` says how many ran.
+    The threshold: docs/benchmarks.md, "CPU routes"."""
 
     parallel_min_steps = 150_000
 
@@ -195,17 +196,16 @@ class CTreeWalk:
                              self.width, self.n_features, self.n_outputs,
                              int(ens.has_missing_range), *self.range)
         self._model_address = ctypes.addressof(self._model)
-        steps_per_row = max(1, int(self.depths.sum()))
-        self.blocks = RowBlocks(n_threads, max(1, self.parallel_min_steps // steps_per_row))
-
-    @property
-    def n_threads(self) -> int:
-        return self.blocks.n_threads
+        self.steps_per_row = max(1, int(self.depths.sum()))
+        self.n_threads = max(1, int(n_threads))
+        self.last_threads = 0
 
     def _walk(self, X: np.ndarray) -> np.ndarray:
         out = np.zeros((len(X), self.n_outputs), np.float64)
         if len(X):
-            self._kernel(self._model_address, _address(X), len(X), _address(out))
+            parallel = len(X) * self.steps_per_row >= self.parallel_min_steps
+            self.last_threads = self._kernel(self._model_address, _address(X), len(X),
+                                             _address(out), self.n_threads if parallel else 1)
         return out
 
     def raw(self, X: np.ndarray) -> np.ndarray:
@@ -214,7 +214,7 @@ class CTreeWalk:
         X = np.ascontiguousarray(X, dtype=self.dtype)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"expected (n, {self.n_features}) rows, got shape {X.shape}")
-        raw = self.blocks.run(self._walk, X)
+        raw = self._walk(X)
         if self.mean:
             raw /= self.n_trees
         return raw + self.base_score if self.add_base else raw

@@ -161,8 +161,9 @@ class ConvertedModel:
         return path
 
     def __repr__(self):
+        route = f", cpu_route={self._cpu_route!r}" if self._cpu_route_rows else ""
         return (f"{type(self).__name__}({self.ir.head.estimator}, backend={self.backend!r}, "
-                f"strategy={self.strategy!r}, device={str(self.device)!r})")
+                f"strategy={self.strategy!r}, device={str(self.device)!r}{route})")
 
     # ---------------------------------------------------------------- running
     def _rows_per_batch(self, precision, n_rows):

@@ -134,6 +134,14 @@ def test_walk_is_off_when_asked_or_not_torch(forest, extra_config, backend):
     assert not converted._cpu_programs
 
 
+def test_repr_names_the_cpu_route_where_one_runs(forest):
+    model, _ = forest
+    converted = woodstar.convert(model, "torch")
+    assert f"cpu_route={converted._cpu_route!r}" in repr(converted)
+    assert "cpu_route" not in repr(woodstar.convert(model, "torch",
+                                                    extra_config={"small_batch_rows": 0}))
+
+
 def test_small_batch_rows_is_validated(forest):
     model, _ = forest
     with pytest.raises(ConstantError, match="small_batch_rows"):

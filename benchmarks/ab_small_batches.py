@@ -95,7 +95,8 @@ def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=["rf_100x8", "gbdt_100x3", "lgbm_multi10",
-                                                       "rf_50x20", "xgb_500x8", "lgbm_500x256"])
+                                                       "rf_50x20", "xgb_500x8", "lgbm_500x256",
+                                                       "rf_wide500"])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--rows", default=",".join(map(str, ROWS)))

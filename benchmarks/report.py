@@ -419,7 +419,10 @@ def markdown(results, table, plots, results_path):
               "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
               "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
               "# the CPU-route A/B (compiled walk, ONNX-ML, NumPy walk, Torch; about 40 minutes)",
-              "PYTHONPATH=. python -m benchmarks.ab_small_batches",
+              "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 15 "
+              "--rows 1,2,4,8,16,32,64,128,256",
+              "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 6 "
+              "--rows 1024,4096,16384 --skip numpy-walk",
               "```", ""]
     # ---------------------------------------------------------------- per model
     lines += ["## Results per model", "",

@@ -42,6 +42,20 @@ def test_with_a_compiler_the_walk_builds():
 
 
 @needs_compiler
+def test_threads_converting_at_once_build_once(fresh_build, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds = []
+    real_run = c_walk.subprocess.run
+    monkeypatch.setattr(c_walk.subprocess, "run",
+                        lambda *a, **k: builds.append(1) or real_run(*a, **k))
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(lambda _: c_walk.available(), range(8)))
+    assert len(builds) == 1
+    assert len(list(fresh_build.glob("c_walk-*.so"))) == 1 and not list(fresh_build.glob("*.tmp"))
+
+
+@needs_compiler
 def test_a_read_only_cache_falls_back_to_the_temp_dir(fresh_build, monkeypatch, tmp_path):
     fresh_build.mkdir(parents=True)
     real_access = os.access  # (a chmod would not stop root, so the check is stubbed)

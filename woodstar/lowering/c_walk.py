@@ -20,6 +20,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,7 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
 
 
 _state = {}  # "lib" or "reason", once per process
+_lock = threading.Lock()  # one build at a time (threads share the pid in the temp name)
 
 
 def _cache_dir() -> Path:
@@ -99,6 +101,13 @@ def _build(compiler: str) -> Path:
 def _load():
     if "lib" in _state or "reason" in _state:
         return _state.get("lib")
+    with _lock:
+        if "lib" not in _state and "reason" not in _state:
+            _load_once()
+    return _state.get("lib")
+
+
+def _load_once():
     compiler = _compiler()
     if compiler is None:
         _state["reason"] = "no C compiler found (set CC, or install gcc)"

@@ -67,6 +67,19 @@ def test_a_read_only_cache_falls_back_to_the_temp_dir(fresh_build, monkeypatch, 
     assert not list(fresh_build.iterdir())
 
 
+def test_windows_is_refused_with_a_reason(fresh_build, monkeypatch):
+    monkeypatch.setattr(c_walk.sys, "platform", "win32")
+    assert not c_walk.available()
+    assert "Linux and macOS" in c_walk.unavailable_reason()
+
+
+def test_an_unexpected_build_error_is_a_reason_not_a_crash(fresh_build, monkeypatch):
+    monkeypatch.setattr(c_walk, "_compiler", lambda: "cc")
+    monkeypatch.setattr(c_walk, "_build", lambda compiler: 1 / 0)
+    assert not c_walk.available()
+    assert "ZeroDivisionError" in c_walk.unavailable_reason()
+
+
 def test_without_a_compiler_it_says_why(fresh_build, monkeypatch):
     monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
     assert not c_walk.available()

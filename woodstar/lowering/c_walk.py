@@ -19,6 +19,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -108,6 +109,9 @@ def _load():
 
 
 def _load_once():
+    if sys.platform == "win32":
+        _state["reason"] = "the compiled walk is built on Linux and macOS only"
+        return None
     compiler = _compiler()
     if compiler is None:
         _state["reason"] = "no C compiler found (set CC, or install gcc)"
@@ -119,8 +123,8 @@ def _load_once():
         lib.woodstar_layout.restype = ctypes.c_int64
         if lib.woodstar_layout() != layout:
             raise RuntimeError("the C structures differ from the Python side")
-    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-        _state["reason"] = f"the compiled walk could not be built: {error}"
+    except Exception as error:  # noqa: BLE001  (any failure: a reason, and the next route)
+        _state["reason"] = f"the compiled walk could not be built: {type(error).__name__}: {error}"
         return None
     for name in ("woodstar_walk_f32", "woodstar_walk_f64"):
         fn = getattr(lib, name)

@@ -170,6 +170,12 @@ class TreeEnsemble:
         return self.left < 0
 
     @property
+    def single_output_block(self) -> bool:
+        """Every tree's leaves hold all the outputs (the output block starts at 0), so a
+        leaf vector adds to the whole output row as it is."""
+        return bool(np.all(self.tree_output_start == 0)) and self.leaf_width == self.n_outputs
+
+    @property
     def has_missing_range(self) -> bool:
         return bool(np.any(self.missing_in_range & (self.left >= 0)))
 

@@ -48,8 +48,7 @@ class NumpyTreeWalk:
         self.columns = node_input_columns(ens)[order].astype(np.intp)
         self.thresholds = node_thresholds(ens, dtype)[order]
         self.max_depth = int(ens.tree_depths().max())
-        single_block = bool(np.all(ens.tree_output_start == 0) and ens.leaf_width == ens.n_outputs)
-        self.leaf_table = spread_leaf_table(ens, order, tree_of_node, single_block, np.float64)
+        self.leaf_table = spread_leaf_table(ens, order, tree_of_node, np.float64)
         # The IR's own NumPy definition of the transform (Torch's would cost more than
         # the walk); both agree with the source library to the parity bound.
         self.post_transform = ens.post_transform

@@ -156,20 +156,16 @@ def leaf_index_model(ens: TreeEnsemble, dtype: str):
     return lists.model(int(ens.n_trees), int(ens.n_features), np.dtype(dtype).type)
 
 
-def _one_block(ens: TreeEnsemble) -> bool:
-    return bool(np.all(ens.tree_output_start == 0)) and ens.leaf_width == ens.n_outputs
-
-
 def _sums_leaf_indices(ens: TreeEnsemble, dtype: str) -> bool:
     """Whether the route reads leaf indices (vector leaves in one block) or leaf sums."""
     exact_ids = dtype == "float64" or ens.n_nodes < FLOAT32_EXACT_INTEGERS
-    return ens.leaf_width > 1 and _one_block(ens) and exact_ids
+    return ens.leaf_width > 1 and ens.single_output_block and exact_ids
 
 
 def walks_each_tree_once(ens: TreeEnsemble) -> bool:
     """Whether the kernel walks each tree once per row (not once per output column),
     which is where the benchmark found this route faster than the others."""
-    return ens.leaf_width == 1 or _one_block(ens)
+    return ens.leaf_width == 1 or ens.single_output_block
 
 
 class OnnxMlTrees:

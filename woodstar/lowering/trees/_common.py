@@ -140,7 +140,7 @@ class TreeStrategyBase(nn.Module):
         self.categorical_rule = ens.categorical_rule
         self.has_categorical = ens.has_categorical
         starts = ens.tree_output_start
-        self.single_block = bool(np.all(starts == 0) and ens.leaf_width == ens.n_outputs)
+        self.single_block = ens.single_output_block
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
         self.register_buffer("base_score", as_buffer(ens.base_score, np.float64))

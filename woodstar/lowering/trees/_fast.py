@@ -22,11 +22,11 @@ INDEX_DTYPE = torch.int32
 
 
 def spread_leaf_table(ens: TreeEnsemble, leaf_ids: np.ndarray, tree_of: np.ndarray,
-                      single_block: bool, dtype: str) -> np.ndarray:
+                      dtype: str) -> np.ndarray:
     """(len(leaf_ids), width) leaf vectors: the IR's own when every tree feeds every
     output, otherwise each vector placed at its tree's output columns."""
     values = ens.leaf_value[leaf_ids]
-    if single_block:
+    if ens.single_output_block:
         return values.astype(dtype)
     table = np.zeros((len(leaf_ids), ens.n_outputs), dtype=dtype)
     rows = np.arange(len(leaf_ids))[:, None]

@@ -126,7 +126,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
         mirrored_leaves = leaves[:, ::-1].reshape(-1)
         tree_of_leaf = np.repeat(np.arange(ens.n_trees), 2 ** self.depth)
         self.register_buffer("leaf_table", as_buffer(spread_leaf_table(
-            ens, mirrored_leaves, tree_of_leaf, self.single_block, np.float64)))
+            ens, mirrored_leaves, tree_of_leaf, np.float64)))
 
     # Tiny batches: every node's test at once (rows x nodes stays under this many
     # elements), then each level is one gather of a decision; fewer ops per level is

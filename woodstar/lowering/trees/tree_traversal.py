@@ -67,7 +67,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("columns32", as_buffer(columns[order], np.int32))
         self.register_buffer("rights32", as_buffer(new_right, np.int32))
         self.register_buffer("leaf_table", as_buffer(spread_leaf_table(
-            ens, order, tree_of_node, self.single_block, np.float64)))
+            ens, order, tree_of_node, np.float64)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.has_categorical or self.has_linear:

@@ -78,9 +78,7 @@ def to_feature_matrix(X, head: Head, dtype, source_precision="float64") -> np.nd
         raise ValueError(
             f"{head.estimator} expects {head.n_features} features; got {X.shape[1]} "
             f"(input shape {X.shape}).")
-    if X.dtype == dtype and X.flags.c_contiguous:
-        pass  # the common case: nothing to convert (and no errstate to enter)
-    else:
+    if X.dtype != dtype or not X.flags.c_contiguous:  # else nothing to convert or enter
         with np.errstate(over="ignore"):
             X = np.ascontiguousarray(X, dtype=dtype)
     if X.size and not (head.allows_nan and head.allows_inf):

@@ -44,9 +44,10 @@ MEMORY_BUDGET_BYTES = "memory_budget_bytes"
 """Woodstar's own key: the most memory one batch's intermediates may take."""
 
 SMALL_BATCH_ROWS = "small_batch_rows"
-"""Woodstar's own key: on the torch backend on CPU, batches of at most this many rows
-run a NumPy walk of the trees (same answers, less per-call overhead); 0 turns it off.
-Default: the measured crossover (lowering/routing.py)."""
+"""Woodstar's own key: on the torch backend on CPU, calls of at most this many rows run
+the CPU route (compiled walk, ONNX-ML kernel or NumPy walk: same answers, less time)
+instead of the Torch program; 0 turns it off. Default: every batch for the first two,
+the measured crossover for the NumPy walk (lowering/routing.py)."""
 
 KNOWN_KEYS = (
     N_THREADS,

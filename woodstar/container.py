@@ -14,7 +14,7 @@ from .ir import ModelIR
 from .lowering import choose_strategy, lower_tree_ensemble
 from .lowering import c_walk, onnx_ml
 from .lowering.numpy_walk import NumpyTreeWalk
-from .lowering.routing import ONNX_ML_CHUNK_ROWS, small_batch_rows
+from .lowering.routing import small_batch_rows
 
 __all__ = ["ConvertedModel", "make_container"]
 
@@ -110,8 +110,9 @@ class ConvertedModel:
         return self._cpu_route
 
     def _cpu_route_limit(self) -> int:
-        """Rows up to which a call runs the CPU route instead of the Torch program: not when the user named a tree strategy (unless they also set
-        ``small_batch_rows``), and not with padded batches."""
+        """Rows up to which a call runs the CPU route instead of the Torch program: not
+        when the user named a tree strategy (unless they also set ``small_batch_rows``),
+        and not with padded batches."""
         options = self.options
         if options.tvm_pad_input and options.batch_size is not None:
             return 0  # every call at one shape was asked for: the program's
@@ -182,11 +183,7 @@ class ConvertedModel:
         X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
         n = X.shape[0]
         if n <= self._cpu_route_rows and self.device.type == "cpu":
-            program = self._cpu_program(precision, self._single_row_route if n == 1 else None)
-            if n <= ONNX_ML_CHUNK_ROWS:
-                return program(X)
-            parts = [program(X[i:i + ONNX_ML_CHUNK_ROWS]) for i in range(0, n, ONNX_ML_CHUNK_ROWS)]
-            return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+            return self._cpu_program(precision, self._single_row_route if n == 1 else None)(X)
         program = self._program(precision)
         step = self._rows_per_batch(precision, n)
         pad = self.options.tvm_pad_input and self.options.batch_size is not None

@@ -41,8 +41,8 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn import ensemble as sk_ensemble  # noqa: E402
 
 import woodstar  # noqa: E402
-from woodstar import container as container_module  # noqa: E402
 from woodstar.lowering import c_walk  # noqa: E402
+from woodstar.lowering import onnx_ml as onnx_ml_module  # noqa: E402
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(without_c_walk, r
     np.testing.assert_array_equal(converted.predict(X_test[:1]), model.predict(X_test[:1]))
     whole = converted.predict(X_test)
     np.testing.assert_array_equal(whole, model.predict(X_test))  # a plain sum: to the bit
-    monkeypatch.setattr(container_module, "ONNX_ML_CHUNK_ROWS", 7)
+    monkeypatch.setattr(onnx_ml_module, "CHUNK_ROWS", 7)
     np.testing.assert_array_equal(converted.predict(X_test), whole)
 
 

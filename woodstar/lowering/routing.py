@@ -32,8 +32,7 @@ from ..ir.tree_ensemble import TreeEnsemble
 from .registry import get_strategy, strategy_names
 
 __all__ = ["choose_strategy", "load_table", "lookup", "choose_backend", "small_batch_rows",
-           "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH", "SMALL_BATCH_STEPS",
-           "ONNX_ML_CHUNK_ROWS"]
+           "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH", "SMALL_BATCH_STEPS"]
 
 TABLE_PATH = Path(__file__).with_name("routing_table.json")
 GEMM_MAX_DEPTH = 3        # fallback rule only (no table entry)
@@ -49,12 +48,9 @@ DEFAULT_ROWS = 10_000     # the batch assumed when a caller does not say
 # crossover (docs/benchmarks.md, "Small batches").
 SMALL_BATCH_STEPS = 300_000   # rows x trees x depth
 SMALL_BATCH_MAX_ROWS = 128    # the largest batch measured
-# ONNX Runtime's tree kernel on the IR (onnx_ml.py), for models with one value per
-# leaf, beat the Torch program at every measured size, 1 to 16384 rows, on GBDT depth
-# 3, XGBoost 500x8, LightGBM 500x256 and LightGBM 10-class (2.5-6x at 1024 rows), with a
-# per-row cost flat from 4096 to 16384 rows: it takes every batch, in chunks of the
-# largest measured size. (Row blocks on several threads: OnnxMlTrees.parallel_min_rows.)
-ONNX_ML_CHUNK_ROWS = 16_384
+# The compiled walk (c_walk.py) and ONNX Runtime's tree kernel (onnx_ml.py) beat the
+# Torch program at every measured size, 1 to 16384 rows (docs/benchmarks.md, "CPU
+# routes"): they take every batch.
 
 
 @functools.lru_cache(maxsize=4)
@@ -159,8 +155,9 @@ def choose_backend(requested: str, n_threads=None, device="cpu", table=None, ava
         available = lambda name: name in backends and backends[name].is_available()[0]  # noqa: E731
     return next((name for name in entry["ranking"] if available(name)), "torch")
 
+
 def small_batch_rows(ens: TreeEnsemble, route: str = "numpy") -> int:
-    """Rows up to which the torch backend on CPU runs its small-batch ``route``
+    """Rows up to which the torch backend on CPU runs its CPU ``route``
     ("c-walk", "onnx-ml" or "numpy") for ``ens``."""
     if route in ("onnx-ml", "c-walk"):
         return sys.maxsize

@@ -26,9 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ir.passes import fold_base_score
-from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
+from ._cpu_route import CpuRoute
 from .trees._common import missing_range_bounds, node_thresholds
 from .trees._layout import sibling_adjacent_layout
 
@@ -155,7 +154,7 @@ def _address(array: np.ndarray) -> int:
         return array.ctypes.data
 
 
-class CTreeWalk:
+class CTreeWalk(CpuRoute):
     """Callable ``X (n, n_features) of dtype -> (raw, transformed)``, float64.
 
     With ``n_threads`` > 1, calls of at least ``parallel_min_steps`` node steps (rows x
@@ -180,10 +179,8 @@ class CTreeWalk:
             raise RuntimeError(unavailable_reason())
         if not self.supports(ens):
             raise ValueError("the compiled walk does not take categorical splits or linear leaves")
-        ens = fold_base_score(ens)
-        self.dtype = np.dtype(dtype)
+        ens = self._prepare(ens, dtype)
         self._kernel = lib.woodstar_walk_f32 if dtype == "float32" else lib.woodstar_walk_f64
-        self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
         order, rights, roots, _ = sibling_adjacent_layout(ens)
         nodes = np.zeros(len(order), NODE_DTYPES[dtype])
         is_leaf = ens.left[order] < 0
@@ -200,12 +197,7 @@ class CTreeWalk:
         self.leaf_value = np.ascontiguousarray(ens.leaf_value[order], dtype=np.float64)
         self.range = missing_range_bounds(ens, dtype) if ens.has_missing_range else (0.0, -1.0)
         self.n_features, self.n_outputs = int(ens.n_features), int(ens.n_outputs)
-        self.n_trees, self.width = int(ens.n_trees), int(ens.leaf_width)
-        self.mean = ens.aggregation == "mean"
-        self.base_score = ens.base_score.copy()
-        self.add_base = bool(np.any(self.base_score))
-        self.post_transform = ens.post_transform
-        self.post_transform_scale = ens.post_transform_scale
+        self.width = int(ens.leaf_width)
         # The structure points into the arrays above, which live as long as self.
         self._model = _Model(_address(self.nodes), _address(self.roots), _address(self.depths),
                              _address(self.out_start), _address(self.leaf_value), self.n_trees,
@@ -216,25 +208,12 @@ class CTreeWalk:
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
 
-    def _walk(self, X: np.ndarray) -> np.ndarray:
+    def _tree_sums(self, X: np.ndarray) -> np.ndarray:
+        if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it
+            raise ValueError(f"expected (n, {self.n_features}) rows, got shape {X.shape}")
         out = np.zeros((len(X), self.n_outputs), np.float64)
         if len(X):
             parallel = len(X) * self.steps_per_row >= self.parallel_min_steps
             self.last_threads = self._kernel(self._model_address, _address(X), len(X),
                                              _address(out), self.n_threads if parallel else 1)
         return out
-
-    def raw(self, X: np.ndarray) -> np.ndarray:
-        if self.round_to_float32:
-            X = X.astype(np.float32)
-        X = np.ascontiguousarray(X, dtype=self.dtype)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"expected (n, {self.n_features}) rows, got shape {X.shape}")
-        raw = self._walk(X)
-        if self.mean:
-            raw /= self.n_trees
-        return raw + self.base_score if self.add_base else raw
-
-    def __call__(self, X: np.ndarray):
-        raw = self.raw(X)
-        return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)

@@ -12,9 +12,8 @@ left to Torch (``supports``).
 
 import numpy as np
 
-from ..ir.passes import fold_base_score
-from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
+from ._cpu_route import CpuRoute
 from .trees._common import missing_range_bounds, node_input_columns, node_thresholds
 from .trees._fast import spread_leaf_table
 from .trees._layout import sibling_adjacent_layout
@@ -22,7 +21,7 @@ from .trees._layout import sibling_adjacent_layout
 __all__ = ["NumpyTreeWalk"]
 
 
-class NumpyTreeWalk:
+class NumpyTreeWalk(CpuRoute):
     """Callable ``X (n, n_features) of dtype -> (raw, transformed)``, float64."""
 
     @staticmethod
@@ -32,12 +31,7 @@ class NumpyTreeWalk:
     def __init__(self, ens: TreeEnsemble, dtype: str):
         if not self.supports(ens):
             raise ValueError("the NumPy walk does not take categorical splits or linear leaves")
-        ens = fold_base_score(ens)
-        self.dtype = np.dtype(dtype)
-        self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
-        self.n_trees = ens.n_trees
-        self.mean = ens.aggregation == "mean"
-        self.base_score = ens.base_score.copy()
+        ens = self._prepare(ens, dtype)
         self.has_missing_range = ens.has_missing_range
         if self.has_missing_range:
             self.missing_lo, self.missing_hi = missing_range_bounds(ens, dtype)
@@ -49,22 +43,16 @@ class NumpyTreeWalk:
         self.thresholds = node_thresholds(ens, dtype)[order]
         self.max_depth = int(ens.tree_depths().max())
         self.leaf_table = spread_leaf_table(ens, order, tree_of_node, np.float64)
-        # The IR's own NumPy definition of the transform (Torch's would cost more than
-        # the walk); both agree with the source library to the parity bound.
-        self.post_transform = ens.post_transform
-        self.post_transform_scale = ens.post_transform_scale
 
     def _widen(self, x: np.ndarray) -> np.ndarray:
-        if self.round_to_float32:
-            x = x.astype(np.float32).astype(np.float64)
         blocks = [x, np.where(np.isnan(x), -np.inf, x)]
         if self.has_missing_range:
             r = np.where((x >= self.missing_lo) & (x <= self.missing_hi), np.nan, x)
             blocks += [r, np.where(np.isnan(r), -np.inf, r)]
         return np.concatenate(blocks, axis=1)
 
-    def raw(self, X: np.ndarray) -> np.ndarray:
-        wide = self._widen(np.asarray(X, dtype=self.dtype))
+    def _tree_sums(self, X: np.ndarray) -> np.ndarray:
+        wide = self._widen(X)
         n = wide.shape[0]
         columns, thresholds, rights = self.columns, self.thresholds, self.rights
         # One level per step over (rows, trees): six NumPy calls a level whatever the
@@ -82,11 +70,4 @@ class NumpyTreeWalk:
             node = np.broadcast_to(self.roots, (n, self.n_trees))
             for _ in range(self.max_depth):
                 node = rights[node] - (flat[row_start + columns[node]] <= thresholds[node])
-        raw = np.cumsum(self.leaf_table[node], axis=1)[:, -1]  # in tree order
-        if self.mean:
-            raw = raw / self.n_trees
-        return raw + self.base_score
-
-    def __call__(self, X: np.ndarray):
-        raw = self.raw(X)
-        return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)
+        return np.cumsum(self.leaf_table[node], axis=1)[:, -1]  # in tree order

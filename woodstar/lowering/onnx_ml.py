@@ -31,9 +31,8 @@ import importlib.util
 
 import numpy as np
 
-from ..ir.passes import fold_base_score
-from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
+from ._cpu_route import CpuRoute
 from ._row_blocks import RowBlocks
 from .trees._common import node_thresholds
 
@@ -172,7 +171,7 @@ def walks_each_tree_once(ens: TreeEnsemble) -> bool:
     return ens.leaf_width == 1 or ens.single_output_block
 
 
-class OnnxMlTrees:
+class OnnxMlTrees(CpuRoute):
     """Callable ``X (n, n_features) of dtype -> (raw, transformed)``, float64.
 
     The session has one intra-op thread: more would split the trees of a row and add
@@ -196,7 +195,7 @@ class OnnxMlTrees:
         if not self.supports(ens):
             raise ValueError("the ONNX-ML route does not take categorical splits, missing "
                              "ranges or linear leaves")
-        ens = fold_base_score(ens)
+        ens = self._prepare(ens, dtype)
         self.leaf_indices = _sums_leaf_indices(ens, dtype)
         if self.leaf_indices:
             model = leaf_index_model(ens, dtype)
@@ -206,14 +205,6 @@ class OnnxMlTrees:
         else:
             model = tree_ensemble_model(ens, dtype)
             self.input_dtype = np.dtype(np.float64)
-        # A float32 route given float64 rows compares their float32 values.
-        self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
-        self.mean = ens.aggregation == "mean"
-        self.n_trees = ens.n_trees
-        self.base_score = ens.base_score.copy()
-        self.add_base = bool(np.any(self.base_score))
-        self.post_transform = ens.post_transform
-        self.post_transform_scale = ens.post_transform_scale
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -243,19 +234,9 @@ class OnnxMlTrees:
                           out=out[start:start + self.gather_rows])
         return out
 
-    def raw(self, X: np.ndarray) -> np.ndarray:
-        if self.round_to_float32:
-            X = X.astype(np.float32)
+    def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         X = np.ascontiguousarray(X, dtype=self.input_dtype)
         if len(X) <= CHUNK_ROWS:
-            raw = self.blocks.run(self._run, X)
-        else:
-            raw = np.concatenate([self.blocks.run(self._run, X[i:i + CHUNK_ROWS])
-                                  for i in range(0, len(X), CHUNK_ROWS)])
-        if self.mean:
-            raw = raw / self.n_trees
-        return raw + self.base_score if self.add_base else raw
-
-    def __call__(self, X: np.ndarray):
-        raw = self.raw(X)
-        return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)
+            return self.blocks.run(self._run, X)
+        return np.concatenate([self.blocks.run(self._run, X[i:i + CHUNK_ROWS])
+                               for i in range(0, len(X), CHUNK_ROWS)])

@@ -9,44 +9,17 @@ supported versions are pinned by tests (``SUPPORTED_SKLEARN``).
 
 import numpy as np
 
-from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR
+from ..exceptions import MissingConverter, unsupported_message
+from ..ir import ModelIR
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LE
+from ._sklearn import check_fitted as _check_fitted, sklearn_head as _head
 from .registry import register_frontend
 
 __all__ = ["from_sklearn", "SUPPORTED_SKLEARN"]
 
 SUPPORTED_SKLEARN = ">=1.4,<2"
 _MAX_CATEGORY = 1 << 16
-
-
-def _versions():
-    import sklearn
-
-    return (("scikit-learn", sklearn.__version__),)
-
-
-def _check_fitted(model, attribute):
-    if not hasattr(model, attribute):
-        raise NotFittedError(
-            f"Cannot convert {type(model).__name__}: the model is not fitted; "
-            f"call fit() before convert().")
-
-
-def _head(model, task, methods, **fields):
-    names = getattr(model, "feature_names_in_", None)
-    tags = model.__sklearn_tags__()
-    return Head(
-        estimator=type(model).__name__,
-        task=task,
-        n_features=int(model.n_features_in_),
-        methods=methods,
-        feature_names=None if names is None else tuple(names),
-        allows_nan=bool(tags.input_tags.allow_nan),
-        library_versions=_versions(),
-        **fields,
-    )
 
 
 # --------------------------------------------------------------------------- trees

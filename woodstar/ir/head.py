@@ -17,13 +17,14 @@ from ..exceptions import InvalidModelError
 
 __all__ = ["Head", "TASKS", "DECISION_RULES", "METHODS"]
 
-TASKS = ("regression", "classification", "anomaly", "ranking")
+TASKS = ("regression", "classification", "anomaly", "ranking", "transform")
 DECISION_RULES = (
     "argmax",  # label = classes[argmax(proba)]; ties go to the first class
     "raw_ge_zero",  # binary on one raw margin: class 1 when raw >= 0 (GradientBoosting)
     "raw_gt_zero",  # binary on one raw margin: class 1 when raw > 0 (HistGradientBoosting)
+    "raw_argmax",  # label = classes[argmax(raw)] (linear classifiers decide on scores)
 )
-METHODS = ("predict", "predict_proba", "decision_function", "score_samples")
+METHODS = ("predict", "predict_proba", "decision_function", "score_samples", "transform")
 
 
 @dataclass(frozen=True, eq=False)

@@ -36,6 +36,14 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     if name == "softmax":
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
+    if name == "sigmoid_ovr":  # one-vs-rest sigmoids, normalised (SGDClassifier log_loss)
+        p = _sigmoid(z)
+        total = p.sum(axis=1, keepdims=True)
+        zero = total == 0  # all sigmoids rounded to 0: uniform, as scikit-learn does
+        if zero.any():
+            p = np.where(zero, 1.0, p)
+            total = np.where(zero, p.shape[1], total)
+        return p / total
     if name == "exp":
         return np.exp(z)
     if name == "isolation_forest":

@@ -1,0 +1,71 @@
+"""The column-wise transformer IR: scalers as a short list of per-column operations.
+
+scikit-learn's scalers work in place on a copy of the input in the input's float dtype
+(float32 stays float32): ``X -= mean``, ``X /= scale``, ``X *= scale``, ``X += min``,
+``np.clip``. Each operation therefore rounds its result to that working dtype, and
+some cast their operand to it first. ``ColumnOps`` records exactly that, so every
+route repeats the source's roundings: an operation computes in float64 on the value
+and the (possibly pre-rounded) operand, then rounds to the working dtype. For one
+operation on float32 values this equals float32 arithmetic (float64 holds the exact
+result before the single rounding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+from ..exceptions import InvalidModelError
+
+__all__ = ["ColumnOps", "COLUMN_OPS"]
+
+COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum")
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnOps:
+    """``x -> op_k(... op_1(x))`` per column. ``operands[i]`` is a (n_features,) array
+    in the source's dtype; ``cast_operand[i]`` says whether the source rounds it to the
+    working dtype before the operation."""
+
+    name: str  # the source transformer's class, for messages
+    n_features: int
+    ops: Tuple[str, ...]
+    operands: Tuple[np.ndarray, ...]
+    cast_operand: Tuple[bool, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "ops", tuple(self.ops))
+        object.__setattr__(self, "operands", tuple(np.ascontiguousarray(o) for o in self.operands))
+        object.__setattr__(self, "cast_operand", tuple(bool(c) for c in self.cast_operand))
+
+    def validate(self) -> "ColumnOps":
+        def fail(message):
+            raise InvalidModelError(f"ColumnOps of {self.name}: {message}")
+
+        if not (len(self.ops) == len(self.operands) == len(self.cast_operand)):
+            fail(f"{len(self.ops)} ops, {len(self.operands)} operands, "
+                 f"{len(self.cast_operand)} cast flags")
+        for i, (op, operand) in enumerate(zip(self.ops, self.operands)):
+            if op not in COLUMN_OPS:
+                fail(f"op {i} {op!r} not in {COLUMN_OPS}")
+            if operand.shape != (self.n_features,):
+                fail(f"op {i} ({op}): operand shape {operand.shape}, expected ({self.n_features},)")
+            if operand.dtype not in (np.float32, np.float64):
+                fail(f"op {i} ({op}): operand dtype {operand.dtype}")
+        return self
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """The reference: ``X`` (n, n_features) float32 or float64 -> same dtype."""
+        working = X.dtype
+        for op, operand, cast in zip(self.ops, self.operands, self.cast_operand):
+            if cast:
+                operand = operand.astype(working)
+            X = _NUMPY_OPS[op](X.astype(np.float64), operand.astype(np.float64)).astype(working)
+        return X
+
+
+_NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
+              "maximum": np.maximum, "minimum": np.minimum}

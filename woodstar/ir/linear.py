@@ -1,0 +1,79 @@
+"""The linear-model IR: ``scores = X @ coef.T + intercept``, then a named post-transform.
+
+The arrays keep the source's dtype (scikit-learn keeps float32 coefficients for models
+fitted on float32 data), because the dtype decides the arithmetic: the scores are
+computed in ``result_type(input dtype, coef dtype)``, as NumPy does for the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import InvalidModelError
+
+__all__ = ["LinearModel", "LINEAR_POST_TRANSFORMS"]
+
+# Names shared with the tree IR (ir/transforms.py), plus the one-vs-rest sigmoid.
+LINEAR_POST_TRANSFORMS = ("identity", "sigmoid_binary", "softmax", "sigmoid_ovr")
+
+
+@dataclass(frozen=True, eq=False)
+class LinearModel:
+    """``coef`` (n_outputs, n_features) and ``intercept`` (n_outputs,), float32 or float64.
+
+    ``vector_coef``: the source holds one output's coefficients as a 1-D vector (a
+    matrix-vector product rather than a matrix product: the NumPy route repeats the
+    source's own call, so the BLAS routine and its summation order are the same)."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    post_transform: str = "identity"
+    vector_coef: bool = False
+
+    def __post_init__(self):
+        coef = np.ascontiguousarray(self.coef)
+        if coef.ndim == 1:
+            coef = coef.reshape(1, -1)
+        object.__setattr__(self, "coef", coef)
+        object.__setattr__(self, "intercept", np.ascontiguousarray(self.intercept).reshape(-1))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.coef.shape[1])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.coef.shape[0])
+
+    def compute_dtype(self, input_dtype) -> np.dtype:
+        return np.result_type(np.dtype(input_dtype), self.coef.dtype)
+
+    def validate(self) -> "LinearModel":
+        def fail(message):
+            raise InvalidModelError(f"LinearModel: {message}")
+
+        for name in ("coef", "intercept"):
+            array = getattr(self, name)
+            if array.dtype not in (np.float32, np.float64):
+                fail(f"{name} has dtype {array.dtype}; expected float32 or float64")
+            if not np.isfinite(array).all():
+                fail(f"{name} holds non-finite values")
+        if self.coef.ndim != 2 or self.coef.shape[0] < 1 or self.coef.shape[1] < 1:
+            fail(f"coef has shape {self.coef.shape}; expected (n_outputs, n_features)")
+        if self.intercept.shape != (self.n_outputs,):
+            fail(f"intercept has shape {self.intercept.shape}; expected ({self.n_outputs},)")
+        if self.post_transform not in LINEAR_POST_TRANSFORMS:
+            fail(f"post_transform {self.post_transform!r} not in {LINEAR_POST_TRANSFORMS}")
+        if self.vector_coef and self.n_outputs != 1:
+            fail("vector_coef needs exactly one output")
+        if self.post_transform == "sigmoid_binary" and self.n_outputs != 1:
+            fail("sigmoid_binary needs exactly one output")
+        return self
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """The reference: the source's own NumPy expression, (n, n_outputs)."""
+        if self.vector_coef:
+            return (X @ self.coef[0] + self.intercept).reshape(-1, 1)
+        return X @ self.coef.T + self.intercept

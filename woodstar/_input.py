@@ -98,8 +98,10 @@ _MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np
 def _check_finite(X, head, source_precision):
     if X.dtype.itemsize <= np.dtype(source_precision).itemsize and np.isfinite(X).all():
         return  # finite values of a type no wider than the source's are in its range
+    # A float64 limit, not a Python float: NumPy would round that to X's float32 (inf).
+    limit = np.float64(_MAX[str(np.dtype(source_precision))])
     with np.errstate(invalid="ignore"):
-        in_range = np.abs(X) <= _MAX[str(np.dtype(source_precision))]
+        in_range = np.abs(X) <= limit
     if in_range.all():
         return
     is_nan = np.isnan(X)

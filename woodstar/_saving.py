@@ -6,8 +6,10 @@ arrays small) of:
 * ``manifest.json``: what was saved (schema in docs/backends.md), including the
   SHA-256 of every other member;
 * ``manifest.sha256``: the SHA-256 of ``manifest.json`` itself;
-* ``ir/ensemble/<field>.npy``, ``ir/head/classes_<i>.npy``: the IR's arrays in NumPy's
-  ``.npy`` format, written and read with ``allow_pickle=False``;
+* ``ir/ensemble/<field>.npy``, ``ir/linear/<field>.npy``, ``ir/steps/<i>/operand_<j>.npy``,
+  ``ir/head/classes_<i>.npy``: the IR's arrays in NumPy's ``.npy`` format, written and
+  read with ``allow_pickle=False`` (a model has trees or a linear model or neither, and
+  zero or more steps);
 * ``artifacts/<precision>/<name>``: the backend's artifact per compiled precision
   (TorchScript archive, ONNX model, TVM shared library); none for the torch and
   torch.compile backends, which are rebuilt from the IR.
@@ -32,7 +34,7 @@ import torch
 
 from ._options import Options
 from .exceptions import CorruptedFileError, InvalidModelError, VersionMismatchWarning
-from .ir import Head, ModelIR, TreeEnsemble
+from .ir import ColumnOps, Head, LinearModel, ModelIR, TreeEnsemble
 from .ir.tree_ensemble import _ARRAY_DTYPES
 
 __all__ = ["save", "load", "FORMAT", "FORMAT_VERSION"]
@@ -99,15 +101,33 @@ def save(container, path):
     """Write ``container`` to ``path`` (a file name or a writable binary file)."""
     ir = container.ir
     members = {}
-    ensemble_meta = {"arrays": {}, "scalars": {}}
-    for field in dataclasses.fields(TreeEnsemble):
-        value = getattr(ir.ensemble, field.name)
-        if field.name in _ARRAY_DTYPES:
-            name = f"ir/ensemble/{field.name}.npy"
-            members[name] = _npy_bytes(value)
-            ensemble_meta["arrays"][field.name] = name
-        else:
-            ensemble_meta["scalars"][field.name] = _json_value(value)
+    ensemble_meta = None
+    if ir.ensemble is not None:
+        ensemble_meta = {"arrays": {}, "scalars": {}}
+        for field in dataclasses.fields(TreeEnsemble):
+            value = getattr(ir.ensemble, field.name)
+            if field.name in _ARRAY_DTYPES:
+                name = f"ir/ensemble/{field.name}.npy"
+                members[name] = _npy_bytes(value)
+                ensemble_meta["arrays"][field.name] = name
+            else:
+                ensemble_meta["scalars"][field.name] = _json_value(value)
+    linear_meta = None
+    if ir.linear is not None:
+        linear_meta = {"post_transform": ir.linear.post_transform,
+                       "vector_coef": ir.linear.vector_coef}
+        for field in ("coef", "intercept"):
+            members[f"ir/linear/{field}.npy"] = _npy_bytes(getattr(ir.linear, field))
+            linear_meta[field] = f"ir/linear/{field}.npy"
+    steps_meta = []
+    for i, step in enumerate(ir.steps):
+        files = []
+        for j, operand in enumerate(step.operands):
+            files.append(f"ir/steps/{i}/operand_{j}.npy")
+            members[files[-1]] = _npy_bytes(operand)
+        steps_meta.append({"name": step.name, "n_features": step.n_features,
+                           "ops": list(step.ops), "cast_operand": list(step.cast_operand),
+                           "operands": files})
     head_meta = {"fields": {}, "classes": None}
     for field in dataclasses.fields(Head):
         value = getattr(ir.head, field.name)
@@ -139,6 +159,8 @@ def save(container, path):
         "options": {k: _json_value(v) for k, v in dataclasses.asdict(container.options).items()},
         "head": head_meta,
         "ensemble": ensemble_meta,
+        "linear": linear_meta,
+        "steps": steps_meta,
         "programs": programs,
         "files": {name: _sha256(data) for name, data in sorted(members.items())},
     }
@@ -245,14 +267,9 @@ def _warn_versions(saved, backend_cls, source):
 def _build_ir(manifest, members, source):
     try:
         ens_meta, head_meta = manifest["ensemble"], manifest["head"]
-        arrays = {field: _load_npy(members[name], name, source)
-                  for field, name in ens_meta["arrays"].items()}
-        if set(arrays) != set(_ARRAY_DTYPES):
-            raise _corrupted(source, f"ensemble arrays {sorted(arrays)} are not the expected ones")
-        for field, array in arrays.items():
-            if array.dtype != np.dtype(_ARRAY_DTYPES[field]):
-                raise _corrupted(source, f"ensemble array {field} has dtype {array.dtype}")
-        ensemble = TreeEnsemble(**ens_meta["scalars"], **arrays)
+        ensemble = None if ens_meta is None else _build_ensemble(ens_meta, members, source)
+        linear = _build_linear(manifest.get("linear"), members, source)
+        steps = tuple(_build_step(meta, members, source) for meta in manifest.get("steps", []))
         classes = None
         if head_meta["classes"] is not None:
             classes = []
@@ -264,11 +281,45 @@ def _build_ir(manifest, members, source):
                     array[:] = values
                 classes.append(array)
         head = Head(classes=classes, **head_meta["fields"])
-        return ModelIR(head=head, ensemble=ensemble).validate()
+        return ModelIR(head=head, ensemble=ensemble, linear=linear, steps=steps).validate()
     except CorruptedFileError:
         raise
     except (KeyError, TypeError, ValueError, InvalidModelError) as error:
         raise _corrupted(source, f"its IR is inconsistent ({type(error).__name__}: {error})") from None
+
+
+def _build_ensemble(meta, members, source):
+    arrays = {field: _load_npy(members[name], name, source)
+              for field, name in meta["arrays"].items()}
+    if set(arrays) != set(_ARRAY_DTYPES):
+        raise _corrupted(source, f"ensemble arrays {sorted(arrays)} are not the expected ones")
+    for field, array in arrays.items():
+        if array.dtype != np.dtype(_ARRAY_DTYPES[field]):
+            raise _corrupted(source, f"ensemble array {field} has dtype {array.dtype}")
+    return TreeEnsemble(**meta["scalars"], **arrays)
+
+
+def _float_array(members, name, source):
+    array = _load_npy(members[name], name, source)
+    if array.dtype not in (np.float32, np.float64):
+        raise _corrupted(source, f"{name} has dtype {array.dtype}")
+    return array
+
+
+def _build_linear(meta, members, source):
+    if meta is None:
+        return None
+    return LinearModel(coef=_float_array(members, meta["coef"], source),
+                       intercept=_float_array(members, meta["intercept"], source),
+                       post_transform=str(meta["post_transform"]),
+                       vector_coef=bool(meta["vector_coef"]))
+
+
+def _build_step(meta, members, source):
+    return ColumnOps(name=str(meta["name"]), n_features=int(meta["n_features"]),
+                     ops=tuple(str(op) for op in meta["ops"]),
+                     operands=tuple(_float_array(members, name, source) for name in meta["operands"]),
+                     cast_operand=tuple(bool(c) for c in meta["cast_operand"]))
 
 
 def _options(manifest, source):
@@ -288,7 +339,7 @@ def load(path, device=None):
     default where it was saved from, or the CPU when that device is not here."""
     from .backends import all_backends, get_backend
     from .container import make_container
-    from .lowering import get_strategy, lower_tree_ensemble
+    from .lowering import get_strategy, lower_model
 
     source = repr(os.fspath(path)) if not hasattr(path, "read") else "the file"
     members = _read_members(path, source)
@@ -316,7 +367,8 @@ def load(path, device=None):
     for precision, entry in programs_meta.items():
         if precision not in ("float32", "float64"):
             raise _corrupted(source, f"unknown program precision {precision!r}")
-        module = lower_tree_ensemble(ir.ensemble, get_strategy(entry["strategy"]), precision)
+        strategy = get_strategy(entry["strategy"]) if ir.ensemble is not None else None
+        module = lower_model(ir, strategy, precision)
         artifact = entry.get("artifact")
         if (artifact is None) != (backend_cls.artifact_name is None):
             raise _corrupted(source, f"the {precision} program's artifact does not fit backend "

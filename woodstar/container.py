@@ -11,12 +11,17 @@ import torch
 from ._input import to_feature_matrix
 from ._options import Options
 from .ir import ModelIR
-from .lowering import choose_strategy, lower_tree_ensemble
+from .lowering import choose_strategy, lower_model
 from .lowering import c_walk, onnx_ml
+from .lowering.numpy_linear import NumpyLinear, NumpySteps, NumpyTransformer, with_steps
 from .lowering.numpy_walk import NumpyTreeWalk
 from .lowering.routing import small_batch_rows
 
 __all__ = ["ConvertedModel", "make_container"]
+
+# Models without trees run their NumPy route at every size on the torch backend's CPU:
+# the source's own expressions, exact to the bit (docs/benchmarks.md, "Linear models").
+LINEAR_CPU_ROUTE_ROWS = 2**62
 
 
 class ConvertedModel:
@@ -38,6 +43,8 @@ class ConvertedModel:
         self._cpu_route = self._choose_cpu_route()
         self._single_row_route = self._choose_single_row_route()
         self._cpu_route_rows = self._cpu_route_limit() if self._cpu_route else 0
+        self._scaled_rows_must_be_finite = bool(
+            model_ir.steps and model_ir.linear is not None and not model_ir.head.allows_inf)
         head = model_ir.head
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -55,6 +62,8 @@ class ConvertedModel:
         LightGBM): rounding that input to float32 could change a branch."""
         if self.options.precision is not None:
             return self.options.precision
+        if self.ir.follows_input_dtype:
+            return _source_float_dtype(X, self.ir.head)
         if self.ir.ensemble.input_precision != "float64":
             return "float32"
         if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
@@ -68,17 +77,17 @@ class ConvertedModel:
         """The routing table's strategy for this model, device, backend and threads
         (lowering/routing.py), unless the user named one."""
         ens = self.ir.ensemble
-        strategy = choose_strategy(
+        strategy = None if ens is None else choose_strategy(
             ens, self.options.tree_implementation, precision, self.options.memory_budget_bytes,
             self.ir.head.estimator, n_threads=self.options.n_threads or torch.get_num_threads(),
             device=self.device.type, backend=self.backend)
-        return lower_tree_ensemble(ens, strategy, precision)
+        return lower_model(self.ir, strategy, precision)
 
     def _program(self, precision):
         program = self._programs.get(precision)
         if program is None:
             module = self._lower(precision)
-            example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+            example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
             program = self._backend_cls.compile(module, example, self.options, self.device)
             self._programs[precision] = program
         return program
@@ -88,10 +97,13 @@ class ConvertedModel:
         benchmark found one faster (docs/benchmarks.md, "CPU routes"), first that takes
         the model: the compiled walk where a C compiler is there; ONNX Runtime's tree
         kernel where onnxruntime is installed and it walks each tree once (one value per
-        leaf, or vector leaves in one block); the NumPy walk; else none."""
+        leaf, or vector leaves in one block); the NumPy walk; else none. A model without
+        trees (linear, a bare transformer) runs the source's own NumPy expressions."""
         ens = self.ir.ensemble
         if self.backend != "torch":
             return None  # the other backends were chosen for their own runtime
+        if ens is None:
+            return "numpy"
         if c_walk.CTreeWalk.supports(ens) and c_walk.available():
             return "c-walk"
         if (onnx_ml.available() and onnx_ml.OnnxMlTrees.supports(ens)
@@ -104,7 +116,8 @@ class ConvertedModel:
         ONNX-ML route hands leaf indices back to NumPy; a single row does not amortise
         that second step (the walk was 8-18% faster at 1 row in all six RF cells and
         slower from 2 rows: docs/benchmarks.md, "CPU routes")."""
-        if self._cpu_route == "onnx-ml" and self.ir.ensemble.leaf_width > 1 \
+        if self._cpu_route == "onnx-ml" and self.ir.ensemble is not None \
+                and self.ir.ensemble.leaf_width > 1 \
                 and NumpyTreeWalk.supports(self.ir.ensemble):
             return "numpy"
         return self._cpu_route
@@ -118,6 +131,8 @@ class ConvertedModel:
             return 0  # every call at one shape was asked for: the program's
         if options.small_batch_rows is not None:
             return options.small_batch_rows
+        if self.ir.ensemble is None:
+            return LINEAR_CPU_ROUTE_ROWS
         if options.tree_implementation is not None:
             return 0
         return small_batch_rows(self.ir.ensemble, self._cpu_route)
@@ -127,12 +142,18 @@ class ConvertedModel:
         program = self._cpu_programs.get((route, precision))
         if program is None:
             threads = self.options.n_threads or torch.get_num_threads()
-            if route == "c-walk":
+            if self.ir.linear is not None:
+                program = NumpyLinear(self.ir, precision)
+            elif self.ir.ensemble is None:
+                program = NumpyTransformer(self.ir, precision)
+            elif route == "c-walk":
                 program = c_walk.CTreeWalk(self.ir.ensemble, precision, n_threads=threads)
             elif route == "onnx-ml":
                 program = onnx_ml.OnnxMlTrees(self.ir.ensemble, precision, n_threads=threads)
             else:
                 program = NumpyTreeWalk(self.ir.ensemble, precision)
+            if self.ir.ensemble is not None:
+                program = with_steps(NumpySteps(self.ir.steps, precision), program)
             self._cpu_programs[(route, precision)] = program
         return program
 
@@ -173,14 +194,24 @@ class ConvertedModel:
         rows = self._batch_rows.get(precision)
         if rows is None:
             module = self._program(precision).module
-            per_row = max(1, type(module.trees).estimate_bytes(self.ir.ensemble, 1, precision))
+            per_row = max(1, type(module.core).estimate_bytes(self.ir.final, 1, precision))
             rows = self._batch_rows[precision] = max(1, self.options.memory_budget_bytes // per_row)
         return rows
 
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
         precision = self._precision_for(X)
-        X = to_feature_matrix(X, self.ir.head, precision, self.ir.ensemble.input_precision)
+        X = to_feature_matrix(X, self.ir.head, precision, self.ir.input_precision)
+        raw, transformed = self._run_rows(X, precision)
+        if self._scaled_rows_must_be_finite and not np.isfinite(raw).all():
+            # A finite float32 row can overflow in a scaler; the linear model after it
+            # then refuses the infinity, and only a non-finite score can carry one.
+            raise ValueError(
+                f"{self.ir.head.estimator}: a scaler's output holds infinity or a value too "
+                f"large for {X.dtype}; the linear model after it does not accept them.")
+        return raw, transformed
+
+    def _run_rows(self, X, precision):
         n = X.shape[0]
         if n <= self._cpu_route_rows and self.device.type == "cpu":
             return self._cpu_program(precision, self._single_row_route if n == 1 else None)(X)
@@ -212,11 +243,30 @@ class ConvertedModel:
                 start += len(classes)
             return np.stack(columns, axis=1)
         classes = head.classes[0]
+        if head.decision_rule == "raw_argmax":
+            return classes.take(np.argmax(raw, axis=1))
         if head.decision_rule == "raw_ge_zero":
             return classes.take((raw[:, 0] >= 0).astype(np.int64))
         if head.decision_rule == "raw_gt_zero":
             return classes.take((raw[:, 0] > 0).astype(np.int64))
         return classes.take(np.argmax(proba, axis=1))
+
+
+def _source_float_dtype(X, head) -> str:
+    """The float dtype scikit-learn's scalers and linear models compute in for ``X``:
+    float32 stays float32 (a DataFrame when all its columns are), anything else
+    becomes float64. float16 is refused: the scalers would round to half precision."""
+    if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
+        kinds = {str(d) for d in X.dtypes}
+        if "float16" in kinds:
+            raise ValueError(f"{head.estimator} does not take float16 input here; "
+                             f"pass float32 or float64 (got a float16 column).")
+        return "float32" if kinds == {"float32"} else "float64"
+    name = str(getattr(X, "dtype", "")).replace("torch.", "")
+    if name == "float16":
+        raise ValueError(f"{head.estimator} does not take float16 input here: scikit-learn "
+                         f"would compute in half precision; pass float32 or float64.")
+    return "float32" if name == "float32" else "float64"
 
 
 def _exact_in_float32(dtype) -> bool:
@@ -259,6 +309,8 @@ class _Classifier:
         labels = self._labels(raw, proba)
         return labels.reshape(-1, 1) if self.ir.head.labels_as_column else labels
 
+
+class _Proba:
     def predict_proba(self, X):
         _, proba = self._run(X)
         head = self.ir.head
@@ -272,6 +324,12 @@ class _DecisionFunction:
     def decision_function(self, X):
         raw, _ = self._run(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
+
+
+class _Transformer:
+    def transform(self, X):
+        _, values = self._run(X)
+        return values
 
 
 class _Anomaly:
@@ -292,8 +350,11 @@ _CONTAINER_CLASSES = {}
 def _container_class(head):
     if head.task == "anomaly":
         mixins = (_Anomaly,)
+    elif head.task == "transform":
+        mixins = (_Transformer,)
     elif head.task == "classification":
-        mixins = (_Classifier,) + ((_DecisionFunction,) if "decision_function" in head.methods else ())
+        mixins = (_Classifier,) + ((_Proba,) if "predict_proba" in head.methods else ()) \
+            + ((_DecisionFunction,) if "decision_function" in head.methods else ())
     else:
         mixins = (_Regressor,) + ((_DecisionFunction,) if "decision_function" in head.methods else ())
     key = tuple(m.__name__ for m in mixins)

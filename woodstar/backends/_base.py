@@ -8,7 +8,7 @@ when the artifact is rebuilt from the IR), ``save_artifact(runner) -> bytes`` an
 
 A runner takes a C-contiguous NumPy batch of the program's dtype and returns
 ``(raw, transformed)`` as NumPy arrays; it has ``module`` (the lowered
-``TreeEnsembleModule``), ``model`` (the backend's own object) and ``to(device)``.
+``LoweredModel``), ``model`` (the backend's own object) and ``to(device)``.
 """
 
 import numpy as np

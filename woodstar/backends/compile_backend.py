@@ -36,7 +36,7 @@ _CODE_BY_STRUCTURE = {}
 def _structure(module):
     """What a compiled graph depends on besides tensor values: the strategy, buffer
     shapes and dtypes, and the modules' plain attributes (depth, counts, flags)."""
-    parts = [type(module.trees).__name__]
+    parts = [type(module.core).__name__]
     parts += [(name, tuple(b.shape), str(b.dtype)) for name, b in module.named_buffers()]
     for name, sub in module.named_modules():
         for key, value in sorted(vars(sub).items()):
@@ -68,7 +68,7 @@ class CompiledRunner(Runner):
         super().__init__(module.to(device), options, device)
         self._compiled = torch.compile(_own_forward(self.module), backend="inductor",
                                        fullgraph=True, dynamic=None)
-        example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+        example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
         self.run_tensor(example)  # compile now
 
     @property

@@ -135,7 +135,7 @@ def export_onnx(module, options):
 
     input_names, output_names = _names(options)
     module = module.to("cpu")
-    example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
     target = options.onnx_target_opset
     errors = []
     model = None

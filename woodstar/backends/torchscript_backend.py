@@ -40,7 +40,7 @@ class TorchScriptRunner(TorchRunner):
 
 
 def _example(module):
-    return torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    return torch.zeros((2, module.n_features), dtype=module.input_dtype)
 
 
 @register_backend
@@ -78,7 +78,7 @@ class TorchScriptBackend:
 
 
 def _same_as_eager(traced, module, device):
-    example = torch.zeros((3, module.n_features), dtype=module.trees.compute_dtype)
+    example = torch.zeros((3, module.n_features), dtype=module.input_dtype)
     example[1] = float("nan")
     example[2] = torch.arange(module.n_features, dtype=example.dtype)
     example = example.to(device)

@@ -114,7 +114,7 @@ def compile_tvm(module, options, device):
     from tvm.relax.frontend.torch import from_exported_program
 
     module = module.to("cpu")
-    example = torch.zeros((2, module.n_features), dtype=module.trees.compute_dtype)
+    example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.export.export(module, (example,),

@@ -36,6 +36,13 @@ class PostTransform(nn.Module):
             return torch.log1p(torch.exp(z))
         if self.kind == "softmax":
             return torch.softmax(z, dim=1)
+        if self.kind == "sigmoid_ovr":
+            p = torch.sigmoid(z)
+            total = p.sum(dim=1, keepdim=True)
+            # Rows whose sigmoids all round to 0 get uniform probabilities (scikit-learn).
+            zero = total == 0
+            p = torch.where(zero, torch.ones_like(p), p)
+            return p / torch.where(zero, torch.full_like(total, p.shape[1]), total)
         if self.kind == "exp":
             return torch.exp(z)
         if self.kind == "isolation_forest":

@@ -70,12 +70,20 @@ def _woodstar_candidates(spec, model, backends=None, routed_only=False):
     from woodstar.backends import all_backends
     from woodstar.lowering import strategy_names
 
+    from woodstar._options import parse_options
+    from woodstar.frontends import find_frontend
+
+    try:
+        has_trees = find_frontend(model)(model, parse_options(None)).ensemble is not None
+    except Exception:  # noqa: BLE001  (each candidate records the conversion error)
+        has_trees = True
     out = []
     for backend, cls in sorted(all_backends().items()):
         if backends is not None and backend not in backends:
             continue
         available, reason = cls.is_available()
-        for strategy in (None,) if routed_only else (None, *strategy_names()):
+        forced = () if routed_only or not has_trees else strategy_names()
+        for strategy in (None, *forced):
             label = strategy or "auto"
 
             def build(threads, backend=backend, strategy=strategy, available=available,

@@ -252,9 +252,13 @@ def _shape_of(model):
         from woodstar.frontends import find_frontend
         from woodstar._options import parse_options
 
-        ens = find_frontend(model)(model, parse_options(None)).ensemble
+        model_ir = find_frontend(model)(model, parse_options(None))
     except Exception as error:
         return {"woodstar_ir": None, "woodstar_reason": f"{type(error).__name__}: {error}"}
+    ens = model_ir.ensemble
+    if ens is None:  # a linear model or pipeline: no trees, no strategies to route
+        return {"woodstar_ir": True, "trees": False, "estimator": model_ir.head.estimator,
+                "ir_features": int(model_ir.head.n_features), "n_steps": len(model_ir.steps)}
     depths = ens.tree_depths()
     return {"woodstar_ir": True, "n_trees": int(ens.n_trees), "max_depth": int(depths.max()),
             "mean_depth": float(depths.mean()), "n_nodes": int(ens.n_nodes),

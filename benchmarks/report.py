@@ -121,7 +121,7 @@ def routing_table(results, backend="torch", device="cpu"):
     timed = defaultdict(list)
     for c in results["cells"]:
         if (c["status"] == "ok" and c["kind"] == "woodstar" and c["backend"] == backend
-                and c["strategy"] != "auto" and models.get(c["model"], {}).get("woodstar_ir")):
+                and c["strategy"] != "auto" and "max_depth" in models.get(c["model"], {})):
             timed[(c["model"], c["threads"], c["batch"])].append(
                 (c["median_s"], c["strategy"], c["mad_s"]))
     entries = []
@@ -435,7 +435,10 @@ def markdown(results, table, plots, results_path):
         if info.get("skipped"):
             lines += [f"Skipped: {info['skipped']}", ""]
             continue
-        if info.get("woodstar_ir"):
+        if info.get("woodstar_ir") and info.get("trees") is False:
+            lines += [f"IR: {info['estimator']}, {info['n_steps']} column-wise step(s), "
+                      f"{info['ir_features']} features; no trees (no tree strategies).", ""]
+        elif info.get("woodstar_ir"):
             lines += [f"IR: {info['n_trees']} trees, max depth {info['max_depth']} "
                       f"(mean {info['mean_depth']:.1f}), {info['n_nodes']} nodes, "
                       f"{info['ir_features']} features.", ""]

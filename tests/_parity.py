@@ -61,7 +61,7 @@ def compare_outputs(got, expected, precision, what, tolerance=None):
         assert len(mismatches) == 0, f"{what}: {len(mismatches)} labels differ, first at {mismatches[:5]}"
 
 
-def assert_parity(converted, model, X, precision="float32", methods=None):
+def assert_parity(converted, model, X, precision="float32", methods=None, tolerance=None):
     """Every method of the source estimator gives the same answer through woodstar.
     Where the source rejects the input with ValueError, woodstar must reject it too."""
     methods = methods or [m for m in ("predict", "predict_proba", "decision_function",
@@ -75,6 +75,6 @@ def assert_parity(converted, model, X, precision="float32", methods=None):
                 getattr(converted, method)(X)
             continue
         got = getattr(converted, method)(X)
-        compare_outputs(got, expected, precision, f"{type(model).__name__}.{method}")
+        compare_outputs(got, expected, precision, f"{type(model).__name__}.{method}", tolerance)
         checked += 1
     return checked

@@ -1,0 +1,292 @@
+"""scikit-learn linear models, scalers and pipelines of them.
+
+The IR's NumPy reference equals scikit-learn bit for bit (no torch); every converted
+model equals scikit-learn on every backend, for float32, float64, integer and
+DataFrame input, with values far from the training data, NaN and infinities (refused
+where scikit-learn refuses them)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn import linear_model as lm  # noqa: E402
+from sklearn import svm  # noqa: E402
+from sklearn.decomposition import PCA  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler  # noqa: E402
+
+import woodstar  # noqa: E402
+from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
+from woodstar.frontends import find_frontend  # noqa: E402
+
+from .._parity import assert_parity  # noqa: E402
+
+N_FEATURES = 5
+# Columns of very different scales and offsets, so the scalers' roundings matter.
+_SCALE = np.array([1.0, 30.0, 0.01, 1e4, 3.0])
+_OFFSET = np.array([0.0, -200.0, 5.0, 1e5, 0.5])
+
+# name -> (factory, target, fit on float32)
+LINEAR = {
+    "logreg_binary": (lambda: lm.LogisticRegression(), "binary", False),
+    "logreg_multi": (lambda: lm.LogisticRegression(C=10.0), "multi", False),
+    "logreg_saga_f32": (lambda: lm.LogisticRegression(solver="saga", max_iter=300), "multi", True),
+    "logreg_no_intercept": (lambda: lm.LogisticRegression(fit_intercept=False), "binary", False),
+    "linear_svc_multi": (lambda: svm.LinearSVC(), "multi", False),
+    "linear_svc_strings": (lambda: svm.LinearSVC(), "strings", False),
+    "ridge_classifier": (lambda: lm.RidgeClassifier(), "multi", False),
+    "sgd_log_multi": (lambda: lm.SGDClassifier(loss="log_loss", random_state=0), "multi", False),
+    "sgd_log_binary": (lambda: lm.SGDClassifier(loss="log_loss", random_state=0), "binary", False),
+    "sgd_hinge": (lambda: lm.SGDClassifier(random_state=0), "multi", False),
+    "perceptron": (lambda: lm.Perceptron(random_state=0), "multi", False),
+    "linreg": (lambda: lm.LinearRegression(), "regression", False),
+    "linreg_f32": (lambda: lm.LinearRegression(), "regression", True),
+    "linreg_column_target": (lambda: lm.LinearRegression(), "column", False),
+    "ridge_two_targets": (lambda: lm.Ridge(), "two_targets", False),
+    "lasso": (lambda: lm.Lasso(alpha=0.01), "regression", False),
+    "elasticnet_no_intercept": (lambda: lm.ElasticNet(alpha=0.01, fit_intercept=False),
+                                "regression", False),
+    "sgd_regressor": (lambda: lm.SGDRegressor(random_state=0), "regression", False),
+    "linear_svr": (lambda: svm.LinearSVR(random_state=0), "regression", False),
+    "huber": (lambda: lm.HuberRegressor(), "regression", False),
+    "bayesian_ridge": (lambda: lm.BayesianRidge(), "regression", False),
+    "ard": (lambda: lm.ARDRegression(), "regression", False),
+    "lars": (lambda: lm.Lars(), "regression", False),
+}
+SCALERS = {
+    "none": lambda: None,
+    "standard": lambda: StandardScaler(),
+    "standard_no_mean": lambda: StandardScaler(with_mean=False),
+    "minmax_clip": lambda: MinMaxScaler(feature_range=(-0.3, 0.7), clip=True),
+    "maxabs": lambda: MaxAbsScaler(),
+    "robust": lambda: RobustScaler(),
+    "standard_then_minmax": lambda: (StandardScaler(), MinMaxScaler()),
+}
+
+
+def _targets(X, kind, rng):
+    signal = X[:, 0] / _SCALE[0] + 0.5 * (X[:, 1] - _OFFSET[1]) / _SCALE[1] + rng.normal(size=len(X))
+    if kind == "binary":
+        return (signal > 0).astype(int)
+    if kind in ("multi", "strings"):
+        y = np.digitize(signal, [-0.7, 0.7])
+        return np.array(["b", "a", "c"], dtype=object)[y] if kind == "strings" else y
+    if kind == "column":
+        return signal.reshape(-1, 1)
+    if kind == "two_targets":
+        return np.c_[signal, 2 * signal - 1]
+    return signal
+
+
+def _fit(linear_name, scaler_name, seed=0):
+    factory, target, on_float32 = LINEAR[linear_name]
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, N_FEATURES)) * _SCALE + _OFFSET
+    y = _targets(X, target, rng)
+    scalers = SCALERS[scaler_name]()
+    scalers = () if scalers is None else scalers if isinstance(scalers, tuple) else (scalers,)
+    model = make_pipeline(*scalers, factory()) if scalers else factory()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X.astype(np.float32) if on_float32 else X, y)
+    return model
+
+
+def _fresh_rows(rng, n=120):
+    """Rows around and far beyond the training range, some on exact zeros."""
+    X = rng.normal(size=(n, N_FEATURES)) * _SCALE * rng.choice([0.5, 1, 10, 1e3], size=(n, 1)) + _OFFSET
+    X[rng.random(X.shape) < 0.05] = 0.0
+    return X
+
+
+CASES = [(lin, sc) for lin in LINEAR for sc in SCALERS
+         if sc in ("none", "standard") or lin in ("logreg_multi", "linreg", "sgd_log_multi")]
+
+
+def _raw_reference(model_ir, X):
+    for step in model_ir.steps:
+        X = step.apply(X)
+    return X if model_ir.linear is None else model_ir.linear.scores(X)
+
+
+@pytest.mark.parametrize("linear_name, scaler_name", CASES)
+def test_reference_matches_sklearn_bit_for_bit(linear_name, scaler_name, rng):
+    """Frontend check, no torch: scores (decision_function, or predict for a regressor)
+    from the IR's reference are scikit-learn's own, value and dtype."""
+    model = _fit(linear_name, scaler_name)
+    model_ir = find_frontend(model)(model, None)
+    for dtype in (np.float64, np.float32):
+        X = _fresh_rows(rng).astype(dtype)
+        expected = model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)
+        raw = _raw_reference(model_ir, X)
+        raw = raw[:, 0] if expected.ndim == 1 else raw
+        assert raw.dtype == expected.dtype
+        np.testing.assert_array_equal(raw, expected)
+
+
+def _inputs(rng):
+    X = _fresh_rows(rng)
+    special = X.copy()[:12]
+    special[0, 1], special[1, 2], special[2, 0], special[3, 3] = np.nan, np.inf, -np.inf, 1e39
+    return X, special
+
+
+@pytest.mark.parametrize("linear_name, scaler_name", CASES)
+def test_converted_matches_sklearn(linear_name, scaler_name, backend, rng):
+    model = _fit(linear_name, scaler_name)
+    X, special = _inputs(rng)
+    # A model fitted on float32 keeps float32 coefficients and computes in float32:
+    # bit for bit on the NumPy route (test below), to float32's precision elsewhere
+    # (BLAS and Torch order float32 sums differently).
+    tolerance = 1e-6 if LINEAR[linear_name][2] else 1e-12
+    routes = [{}]
+    if backend == "torch":
+        routes.append({"small_batch_rows": 0})  # the Torch program, not the NumPy route
+    for config in routes:
+        converted = woodstar.convert(model, backend, extra_config=config)
+        for X_in in (X, X.astype(np.float32), X[:1], X.astype(np.float32)[:3]):
+            assert assert_parity(converted, model, X_in, "float64", tolerance=tolerance) >= 1
+        # NaN, infinity, and a float32 overflow: refused as scikit-learn refuses them.
+        with np.errstate(over="ignore"):  # 1e39 is infinity in float32
+            for row in special[:4]:
+                assert_parity(converted, model, row.reshape(1, -1), "float64", tolerance=tolerance)
+                assert_parity(converted, model, row.reshape(1, -1).astype(np.float32), "float64",
+                              tolerance=tolerance)
+
+
+@pytest.mark.parametrize("scaler_name", ["standard", "minmax_clip", "maxabs", "robust",
+                                         "standard_then_minmax"])
+def test_bare_scalers_transform_bit_for_bit(scaler_name, rng):
+    scalers = SCALERS[scaler_name]()
+    model = make_pipeline(*scalers) if isinstance(scalers, tuple) else scalers
+    model.fit(_fresh_rows(rng, 200))
+    converted = woodstar.convert(model, "torch")
+    program = woodstar.convert(model, "torch", extra_config={"small_batch_rows": 0})
+    X = _fresh_rows(rng)
+    X[rng.random(X.shape) < 0.05] = np.nan  # the scalers pass NaN through
+    for X_in in (X, X.astype(np.float32), np.nan_to_num(X).astype(np.int64)):
+        expected = model.transform(X_in)
+        for container in (converted, program):
+            got = container.transform(X_in)
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+    assert not hasattr(converted, "predict")
+    with pytest.raises(ValueError, match="infinity"):
+        converted.transform(np.full((1, N_FEATURES), np.inf))
+
+
+def test_outputs_follow_the_input_dtype_like_sklearn(rng):
+    """float32 in: the scaler rounds in float32, as scikit-learn's does; float64 and
+    integers: float64. Bit for bit on the NumPy route."""
+    model = _fit("linreg_f32", "standard")
+    converted = woodstar.convert(model, "torch")
+    X = _fresh_rows(rng)
+    for X_in in (X, X.astype(np.float32), np.round(X).astype(np.int32)):
+        expected, got = model.predict(X_in), converted.predict(X_in)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_dataframe_input_matches_sklearn(rng):
+    pd = pytest.importorskip("pandas")
+    columns = [f"f{i}" for i in range(N_FEATURES)]
+    X = _fresh_rows(rng, 300)
+    y = _targets(X, "multi", rng)
+    frame = pd.DataFrame(X, columns=columns)
+    model = make_pipeline(StandardScaler(), lm.LogisticRegression()).fit(frame, y)
+    converted = woodstar.convert(model, "torch")
+    np.testing.assert_array_equal(converted.feature_names_in_, columns)
+    fresh = pd.DataFrame(_fresh_rows(rng), columns=columns)
+    for frame_in in (fresh, fresh.astype(np.float32)):
+        assert assert_parity(converted, model, frame_in, "float64") == 3
+    # Columns are matched by name (scikit-learn refuses another order; woodstar reorders).
+    np.testing.assert_array_equal(converted.predict_proba(fresh[columns[::-1]]),
+                                  converted.predict_proba(fresh))
+    # Mixed float32 and float64 columns: scikit-learn computes in float64.
+    mixed = fresh.astype({columns[0]: np.float32})
+    assert assert_parity(converted, model, mixed, "float64") == 3
+
+
+def test_scaler_before_trees(backend, rng):
+    """A scaler feeding a forest: the trees read the scaler's rounded output."""
+    X = _fresh_rows(rng, 400)
+    y = _targets(X, "multi", rng)
+    model = make_pipeline(StandardScaler(), RandomForestClassifier(
+        n_estimators=5, max_depth=6, random_state=0)).fit(X, y)
+    converted = woodstar.convert(model, backend)
+    fresh = _fresh_rows(rng)
+    fresh[rng.random(fresh.shape) < 0.05] = np.nan  # both the scaler and the forest take NaN
+    for X_in in (fresh, fresh.astype(np.float32)):
+        assert assert_parity(converted, model, X_in, "float64") == 2
+        np.testing.assert_array_equal(converted.predict_proba(X_in), model.predict_proba(X_in))
+    assert_parity(converted, model, np.full((1, N_FEATURES), np.inf), "float64")
+
+
+def test_save_and_load_keep_the_pipeline(tmp_path, rng):
+    model = _fit("logreg_multi", "standard_then_minmax")
+    converted = woodstar.convert(model, "torch")
+    path = converted.save(tmp_path / "pipeline.zip")
+    loaded = woodstar.load(path)
+    X = _fresh_rows(rng).astype(np.float32)
+    for method in ("predict", "predict_proba", "decision_function"):
+        np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(converted, method)(X))
+    assert loaded.ir.head.estimator == "Pipeline(StandardScaler, MinMaxScaler, LogisticRegression)"
+
+
+def test_a_scaler_overflowing_float32_is_refused_like_sklearn():
+    """A finite float32 row that a scaler turns into infinity: scikit-learn's linear
+    model refuses it, and so does the container, on both routes."""
+    model = _fit("logreg_binary", "standard")
+    X = np.full((2, N_FEATURES), 3e38, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        with pytest.raises(ValueError, match="infinity"):
+            model.predict(X)
+        for config in ({}, {"small_batch_rows": 0}):
+            converted = woodstar.convert(model, "torch", extra_config=config)
+            with pytest.raises(ValueError, match="infinity or a value too large for float32"):
+                converted.predict(X)
+
+
+def test_float16_input_is_refused_with_the_reason():
+    converted = woodstar.convert(_fit("linreg", "standard"), "torch")
+    with pytest.raises(ValueError, match="float16"):
+        converted.predict(np.zeros((2, N_FEATURES), dtype=np.float16))
+
+
+def test_wrong_feature_count_is_refused():
+    converted = woodstar.convert(_fit("logreg_binary", "standard"), "torch")
+    with pytest.raises(ValueError, match=f"expects {N_FEATURES} features; got 3"):
+        converted.predict(np.zeros((2, 3)))
+
+
+def test_unsupported_pipeline_step_names_what_is_supported(rng):
+    model = make_pipeline(PCA(2), lm.LogisticRegression()).fit(
+        _fresh_rows(rng, 100), rng.integers(0, 2, 100))
+    with pytest.raises(MissingConverter, match=r"Cannot convert Pipeline: this step before the "
+                                               r"final estimator is not supported \(got 'PCA'\); "
+                                               r"supported: StandardScaler, MinMaxScaler"):
+        woodstar.convert(model, "torch")
+
+
+def test_modified_huber_is_refused_with_the_reason(rng):
+    model = lm.SGDClassifier(loss="modified_huber").fit(_fresh_rows(rng, 100), rng.integers(0, 2, 100))
+    with pytest.raises(MissingConverter, match="loss is not supported \\(got 'modified_huber'\\)"):
+        woodstar.convert(model, "torch")
+
+
+def test_multilabel_ridge_classifier_is_refused(rng):
+    y = rng.integers(0, 2, size=(100, 2))
+    model = lm.RidgeClassifier().fit(_fresh_rows(rng, 100), y)
+    with pytest.raises(MissingConverter, match="multilabel targets is not supported"):
+        woodstar.convert(model, "torch")
+
+
+@pytest.mark.parametrize("model", [lm.LogisticRegression(), StandardScaler(),
+                                   make_pipeline(StandardScaler(), lm.LinearRegression())],
+                         ids=["logreg", "scaler", "pipeline"])
+def test_unfitted_models_are_refused(model):
+    with pytest.raises(NotFittedError, match="not fitted"):
+        woodstar.convert(model, "torch")

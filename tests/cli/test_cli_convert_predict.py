@@ -210,3 +210,31 @@ def test_convert_reports_an_unsupported_model_type(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "thing.joblib"), "--backend", "torch",
                  "--output", str(tmp_path / "m.wz")]) == 1
     assert "Cannot convert dict" in capsys.readouterr().err
+
+
+# ------------------------------------------------- pipelines of scalers and linear models
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_convert_and_predict_a_scaler_pipeline(tmp_path, capsys, backend):
+    """A pickled Pipeline(StandardScaler, LogisticRegression) through both commands; a
+    bare scaler's ``transform`` through ``woodstar predict --method transform``."""
+    if backend == "onnx":
+        pytest.importorskip("onnxruntime")
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 4)) * [1, 100, 0.01, 5]
+    y = (X[:, 0] + X[:, 1] / 100 > 0).astype(int)
+    for name, model, method in (("pipe", make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y),
+                                 "predict_proba"),
+                                ("scaler", StandardScaler().fit(X), "transform")):
+        joblib.dump(model, tmp_path / f"{name}.joblib")
+        np.save(tmp_path / "X.npy", X)
+        assert main(["convert", str(tmp_path / f"{name}.joblib"), "--backend", backend,
+                     "--output", str(tmp_path / f"{name}.wz")]) == 0, capsys.readouterr().err
+        assert main(["predict", str(tmp_path / f"{name}.wz"), "--input", str(tmp_path / "X.npy"),
+                     "--method", method, "--output", str(tmp_path / f"{name}.npy")]) == 0
+        np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), getattr(model, method)(X),
+                                   rtol=1e-12, atol=1e-12)

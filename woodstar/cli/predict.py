@@ -25,7 +25,7 @@ def register(subparsers):
     parser.add_argument("--input", "-i", required=True, help="rows to score (.npy, .csv, .parquet)")
     parser.add_argument("--output", "-o", required=True, help="where to write (.npy, .csv, .parquet)")
     parser.add_argument("--method", default="predict",
-                        help="predict (default), predict_proba, decision_function or score_samples")
+                        help="predict (default), predict_proba, decision_function, score_samples or transform")
     parser.add_argument("--batch-rows", type=int, default=65536, help="rows per batch (default 65536)")
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: as saved)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -204,7 +204,8 @@ def run(args):
         return _fail(str(error))
     method = getattr(model, args.method, None)
     if args.method.startswith("_") or method is None:
-        available = [m for m in ("predict", "predict_proba", "decision_function", "score_samples")
+        available = [m for m in ("predict", "predict_proba", "decision_function", "score_samples",
+                                 "transform")
                      if hasattr(model, m)]
         return _fail(f"{type(model).__name__} has no method {args.method!r}; "
                      f"available: {', '.join(available)}")

@@ -256,7 +256,10 @@ def _source_float_dtype(X, head) -> str:
     """The float dtype scikit-learn's scalers and linear models compute in for ``X``:
     float32 stays float32 (a DataFrame when all its columns are), anything else
     becomes float64. float16 is refused: the scalers would round to half precision."""
-    if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
+    dtype = getattr(X, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype != np.float16:  # NumPy arrays: the fast path
+        return "float32" if dtype == np.float32 else "float64"
+    if hasattr(X, "dtypes") and dtype is None:  # a DataFrame
         kinds = {str(d) for d in X.dtypes}
         if "float16" in kinds:
             raise ValueError(f"{head.estimator} does not take float16 input here; "

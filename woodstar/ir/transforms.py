@@ -6,9 +6,18 @@ __all__ = ["apply_post_transform"]
 
 
 def _sigmoid(z):
-    # exp of a non-positive number never overflows.
+    # exp of a non-positive number never overflows: 1 / (1 + e) for z >= 0, else
+    # e / (1 + e), with e = exp(-|z|); one division for both halves.
     e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return np.where(z >= 0, 1.0, e) / (1.0 + e)
+
+
+def _binary(p):
+    """(1 - p, p) side by side, written into one array (no concatenate)."""
+    out = np.empty((p.shape[0], 2), dtype=p.dtype)
+    out[:, 1:] = p
+    np.subtract(1.0, p, out=out[:, :1])
+    return out
 
 
 def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -19,10 +28,9 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     if name == "sigmoid":
         return _sigmoid(z)
     if name == "sigmoid_binary":
-        p = _sigmoid(z[:, :1])
-        return np.concatenate([1.0 - p, p], axis=1)
+        return _binary(_sigmoid(z[:, :1]))
     if name == "identity_binary":
-        return np.concatenate([1.0 - z[:, :1], z[:, :1]], axis=1)
+        return _binary(z[:, :1])
     if name == "step":
         return (z > 0).astype(z.dtype)
     if name == "step_binary":

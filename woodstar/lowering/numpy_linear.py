@@ -27,10 +27,9 @@ class NumpySteps:
     def __call__(self, X: np.ndarray) -> np.ndarray:
         if not self.ops:
             return X
-        X = np.array(X, copy=True)  # the caller's rows are never written
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            for ufunc, operand in self.ops:
-                ufunc(X, operand, out=X, casting="same_kind")
+        X = X.copy()  # the caller's rows are never written
+        for ufunc, operand in self.ops:  # an overflow warns, as it does in scikit-learn
+            ufunc(X, operand, out=X)
         return X
 
 

@@ -15,6 +15,7 @@ TABLE = ROOT / "woodstar" / "lowering" / "routing_table.json"
 __all__ = ["write_all", "routing_table", "backend_ranking", "winners", "merge"]
 NOTES = Path(__file__).resolve().parent / "notes.md"
 SMALL_BATCHES = Path(__file__).resolve().parent / "results" / "small_batches.json"
+LINEAR = Path(__file__).resolve().parent / "results" / "linear.json"
 
 
 def merge(runs):
@@ -287,6 +288,33 @@ def _small_batches_section(path=SMALL_BATCHES):
     return lines, {"small": plot}
 
 
+def _linear_section(path=LINEAR):
+    """Markdown from benchmarks/ab_linear.py's results (models without trees), if any."""
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    rows = data["results"]
+    keys = []
+    for r in rows:
+        keys += [k for k in r["median_ms"] if k not in keys]
+    lines = ["## Linear models and pipelines (NumPy route, Torch program, exported backends)", "",
+             f"`benchmarks/ab_linear.py` ({data['date']}, {data['cpu']}, torch {data['torch']}, "
+             f"NumPy {data['numpy']}; interleaved in a shuffled order, one call per timing; "
+             "median ms). `numpy-route` is the torch backend's default on CPU (scikit-learn's own "
+             "NumPy expressions), `torch-program` the same container with `small_batch_rows=0`, "
+             "`torchscript` and `onnx` the whole pipeline exported; the peers are the native "
+             "pipeline and ONNX Runtime through skl2onnx (float32).", "",
+             "| model | threads | rows | " + " | ".join(keys) + " |",
+             "|---|---|---|" + "---|" * len(keys)]
+    for r in rows:
+        t = r["median_ms"]
+        fastest = min(t.values())
+        cells = [("–" if k not in t else f"**{t[k]:.4f}**" if t[k] == fastest else f"{t[k]:.4f}")
+                 for k in keys]
+        lines.append(f"| {r['model']} | {r['threads']} | {r['rows']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _command(argv_text):
     """A recorded command line as the module invocation that reproduces it."""
     args = argv_text.split()[1:]
@@ -379,6 +407,7 @@ def markdown(results, table, plots, results_path):
                   "| model | threads | batch | auto (routes) | fastest explicit | auto / fastest |",
                   "|---|---|---|---|---|---|", *checks]
     lines += ["", *_small_batches_section()[0]]
+    lines += _linear_section()
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",
@@ -423,6 +452,8 @@ def markdown(results, table, plots, results_path):
               "--rows 1,2,4,8,16,32,64,128,256",
               "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 6 "
               "--rows 1024,4096,16384 --skip numpy-walk",
+              "# the linear-model A/B (NumPy route, Torch program, TorchScript, ONNX; minutes)",
+              "PYTHONPATH=. python -m benchmarks.ab_linear",
               "```", ""]
     # ---------------------------------------------------------------- per model
     lines += ["## Results per model", "",

@@ -296,3 +296,45 @@ def test_torchscript_saved_on_another_device_is_traced_again(saved, monkeypatch)
     reference = woodstar.load(saved)
     X = np.random.default_rng(0).normal(size=(20, 5))
     np.testing.assert_array_equal(loaded.predict_proba(X), reference.predict_proba(X))
+
+
+def test_file_from_before_linear_models_loads(saved, string_label_hgb, tmp_path):
+    """Manifests written before linear models and pipeline steps existed have neither
+    key; they load as the tree model they are."""
+    model, X = string_label_hgb
+    members = _members(saved)
+    manifest = json.loads(members["manifest.json"])
+    assert manifest.pop("linear") is None and manifest.pop("steps") == []
+    members["manifest.json"] = json.dumps(manifest).encode()
+    _rehash_manifest(members)
+    old = tmp_path / "old.zip"
+    _write(old, members)
+    np.testing.assert_array_equal(woodstar.load(old).predict(X), model.predict(X))
+
+
+def test_linear_coefficients_of_a_wrong_dtype_are_refused(tmp_path):
+    """A step operand or coefficient array must be float32 or float64."""
+    import hashlib
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, X[:, 0] > 0)
+    path = tmp_path / "pipe.zip"
+    woodstar.convert(model, "torch").save(path)
+    for name in ("ir/linear/coef.npy", "ir/steps/0/operand_1.npy"):
+        members = _members(path)
+        buffer = io.BytesIO()
+        np.save(buffer, np.load(io.BytesIO(members[name])).astype(np.int64))
+        members[name] = buffer.getvalue()
+        manifest = json.loads(members["manifest.json"])
+        manifest["files"][name] = hashlib.sha256(buffer.getvalue()).hexdigest()
+        members["manifest.json"] = json.dumps(manifest).encode()
+        _rehash_manifest(members)
+        bad = tmp_path / "bad.zip"
+        _write(bad, members)
+        with pytest.raises(CorruptedFileError, match=f"{name} has dtype int64"):
+            woodstar.load(bad)

@@ -97,3 +97,25 @@ def test_routed_only_times_one_route_per_chosen_backend(tiny):
     woodstar_builds = [b["candidate"] for b in results["builds"] if b["kind"] == "woodstar"]
     assert woodstar_builds == ["woodstar[auto/torch]"]
     assert results["meta"]["backends"] == ["torch"] and results["meta"]["routed_only"]
+
+
+def test_a_model_without_trees_is_timed_once_per_backend_and_reported(monkeypatch, tmp_path):
+    """The scaler + logistic pipeline: no forced tree strategies (it has no trees), its
+    routed candidate checked and timed, and the report describes it without tree fields."""
+    monkeypatch.setattr(models, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(models, "N_TRAIN", 300)
+    out = tmp_path / "results.json"
+    results = harness.run_benchmark(
+        ["scaler_logreg"], batches=(4,), threads=(1,), repeats=1, min_time_s=0.0,
+        max_call_s=5.0, check_rows=40, peers=(), out_path=out, progress=False,
+        backends=("torch",))
+    builds = {b["candidate"]: b for b in results["builds"] if b["kind"] == "woodstar"}
+    assert list(builds) == ["woodstar[auto/torch]"]
+    assert builds["woodstar[auto/torch]"]["status"] == "ok"
+    assert results["models"]["scaler_logreg"]["trees"] is False
+    monkeypatch.setattr(report, "DOCS", tmp_path / "docs")
+    monkeypatch.setattr(report, "IMG", tmp_path / "docs" / "img")
+    monkeypatch.setattr(report, "TABLE", tmp_path / "routing_table.json")
+    report.write_all(results, results_path=out)
+    text = (tmp_path / "docs" / "benchmarks.md").read_text()
+    assert "no trees (no tree strategies)" in text

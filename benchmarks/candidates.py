@@ -169,6 +169,12 @@ def _onnxruntime(spec, model):
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
+        # ONNX Runtime's pool threads spin after each call, holding cores the next
+        # candidate of an interleaved run needs: on 2 cores that halved the next
+        # candidate's speed while ORT gained nothing from it (docs/benchmarks.md,
+        # "Method"). Candidates are timed with every pool waiting passively (OpenMP's
+        # through OMP_WAIT_POLICY=passive).
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(onx.SerializeToString(), so,
                                     providers=["CPUExecutionProvider"])
         seconds = time.perf_counter() - start

@@ -110,6 +110,10 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
     dict (and write it to ``out_path`` as JSON)."""
     import torch
 
+    if max(threads) > 1 and os.environ.get("OMP_WAIT_POLICY", "").lower() != "passive":
+        log("note: OMP_WAIT_POLICY is not 'passive': OpenMP pools (torch, XGBoost, LightGBM) "
+            "spin after each call and slow the next interleaved candidate at 2+ threads; "
+            "the report's runs set it (docs/benchmarks.md, Reproduce)")
     rng = random.Random(seed)
     results = {
         "meta": {
@@ -119,8 +123,8 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
             "batches": list(batches), "threads": list(threads), "repeats": repeats,
             "backends": None if backends is None else list(backends), "routed_only": routed_only,
             "min_time_s": min_time_s, "max_call_s": max_call_s, "atol": ATOL,
-            "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS")
-                    if k in os.environ},
+            "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
+                                               "OMP_WAIT_POLICY") if k in os.environ},
         },
         "models": {}, "cells": [], "builds": [],
     }

@@ -27,8 +27,9 @@ def merge(runs):
     out = {"meta": dict(runs[0]["meta"]), "models": {}, "cells": [], "builds": []}
     out["meta"]["batches"] = sorted({b for r in runs for b in r["meta"]["batches"]})
     out["meta"]["threads"] = sorted({t for r in runs for t in r["meta"]["threads"]})
-    out["meta"]["runs"] = [{k: r["meta"][k] for k in ("date", "command", "git_commit", "batches",
-                                                       "threads", "repeats")} for r in runs]
+    out["meta"]["runs"] = [{**{k: r["meta"][k] for k in ("date", "command", "git_commit", "batches",
+                                                          "threads", "repeats")},
+                            "env": r["meta"].get("env") or {}} for r in runs]
     cells, builds = {}, {}
     for r in runs:  # a later run replaces an earlier one's measurement of the same cell
         out["models"].update(r["models"])
@@ -437,7 +438,10 @@ def markdown(results, table, plots, results_path):
     runs = meta.get("runs") or [meta]
     lines += ["## Reproduce", "", "From the repository root (cached models are trained on first use):",
               "", "```", "# the runs behind this report"]
-    lines += [f"PYTHONPATH=. {_command(r['command'])}" for r in runs]
+    for r in runs:  # the pools' wait policy is part of how a run was made
+        policy = (r.get("env") or {}).get("OMP_WAIT_POLICY")
+        prefix = f"OMP_WAIT_POLICY={policy} " if policy else ""
+        lines.append(f"{prefix}PYTHONPATH=. {_command(r['command'])}")
     lines += ["# this report, its plots and the routing table, from those results",
               "PYTHONPATH=. python -m woodstar.cli bench --report-only --out "
               + " --merge ".join(str(_rel(p)) for p in paths),

@@ -37,6 +37,7 @@ class ConvertedModel:
         self._backend_cls = backend_cls
         self.options = options
         self.device = torch.device(device)
+        self._on_cpu = self.device.type == "cpu"  # read on every call (the CPU routes)
         self._programs = programs
         self._batch_rows = {}  # precision -> rows per batch (some estimates walk every tree)
         self._cpu_programs = {}  # (route, precision) -> a CPU-route program (_cpu_route_limit)
@@ -172,6 +173,7 @@ class ConvertedModel:
         device = _checked_device(device, self._backend_cls)
         self._programs = {p: program.to(device) for p, program in self._programs.items()}
         self.device = device
+        self._on_cpu = device.type == "cpu"
         return self
 
     def save(self, path):
@@ -213,7 +215,7 @@ class ConvertedModel:
 
     def _run_rows(self, X, precision):
         n = X.shape[0]
-        if n <= self._cpu_route_rows and self.device.type == "cpu":
+        if n <= self._cpu_route_rows and self._on_cpu:
             return self._cpu_program(precision, self._single_row_route if n == 1 else None)(X)
         program = self._program(precision)
         step = self._rows_per_batch(precision, n)

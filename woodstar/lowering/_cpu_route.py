@@ -43,9 +43,12 @@ class CpuRoute:
         if self.round_to_float32:
             X = X.astype(np.float32)
         sums = self._tree_sums(np.ascontiguousarray(X, dtype=self.dtype))
+        # In place: the sums are this call's own array (one allocation fewer per step).
         if self.mean:
-            sums = sums / self.n_trees
-        return sums + self.base_score if self.add_base else sums
+            sums /= self.n_trees
+        if self.add_base:
+            sums += self.base_score
+        return sums
 
     def __call__(self, X: np.ndarray):
         raw = self.raw(X)

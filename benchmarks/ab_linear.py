@@ -12,17 +12,13 @@ Writes benchmarks/results/linear.json (read by the report).
 """
 
 import argparse
-import json
-import platform
-import random
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import woodstar
+from benchmarks._ab import interleaved_median_ms, write_results
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
@@ -66,16 +62,9 @@ def measure(names, threads_list, repeats, rows_list=ROWS):
                     tol = 1e-12 if key in WOODSTAR else 1e-5  # the peers compute in float32
                     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
                     fn(X)  # warm-up
-                times = {k: [] for k in fns}
-                for _ in range(repeats if rows < 10000 else max(5, repeats // 4)):
-                    order = list(fns)
-                    random.shuffle(order)
-                    for key in order:
-                        start = time.perf_counter()
-                        fns[key](X)
-                        times[key].append(time.perf_counter() - start)
-                row = {"model": name, "threads": threads, "rows": rows, "repeats": len(times[key]),
-                       "median_ms": {k: 1e3 * statistics.median(v) for k, v in times.items()}}
+                rounds = repeats if rows < 10000 else max(5, repeats // 4)
+                row = {"model": name, "threads": threads, "rows": rows, "repeats": rounds,
+                       "median_ms": interleaved_median_ms(fns, X, rounds)}
                 results.append(row)
                 cells = "  ".join(f"{k} {v:.4f}" for k, v in row["median_ms"].items())
                 print(f"{name:14s} t={threads} rows={rows:6d}  {cells}", flush=True)
@@ -92,11 +81,7 @@ def main(argv=None):
     threads = [int(t) for t in args.threads.split(",")]
     rows = [int(r) for r in args.rows.split(",")]
     results = measure(args.models, threads, args.repeats, rows)
-    OUT.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__, "numpy": np.__version__,
-        "results": results}, indent=1))
-    print(f"wrote {OUT}")
+    write_results(OUT, results)
 
 
 if __name__ == "__main__":

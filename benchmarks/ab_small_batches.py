@@ -9,11 +9,6 @@ Writes benchmarks/results/small_batches.json (read by the report).
 """
 
 import argparse
-import json
-import platform
-import random
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +16,7 @@ import torch
 
 import woodstar
 from woodstar.lowering import onnx_ml
+from benchmarks._ab import interleaved_median_ms, write_results
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
@@ -75,17 +71,9 @@ def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
                     tol = 1e-12 if key in routes and spec.library != "xgboost" else 1e-5
                     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
                     fn(X)  # warm-up
-                times = {k: [] for k in fns}
-                for _ in range(repeats):
-                    order = list(fns)
-                    random.shuffle(order)
-                    for key in order:
-                        start = time.perf_counter()
-                        fns[key](X)
-                        times[key].append(time.perf_counter() - start)
                 row = {"model": name, "threads": threads, "rows": rows, "repeats": repeats,
                        "n_nodes": int(routes["torch"].ir.ensemble.n_nodes), "torch_strategy": strategy,
-                       "median_ms": {k: 1e3 * statistics.median(v) for k, v in times.items()}}
+                       "median_ms": interleaved_median_ms(fns, X, repeats)}
                 results.append(row)
                 cells = "  ".join(f"{k} {v:.3f}" for k, v in row["median_ms"].items())
                 print(f"{name:14s} t={threads} rows={rows:4d}  {cells}", flush=True)
@@ -105,16 +93,7 @@ def main(argv=None):
     threads = [int(t) for t in args.threads.split(",")]
     rows = [int(r) for r in args.rows.split(",")]
     results = measure(args.models, threads, args.repeats, rows, [s for s in args.skip.split(",") if s])
-    if OUT.exists():  # keep earlier runs' other cells
-        measured = {(r["model"], r["threads"], r["rows"]) for r in results}
-        earlier = json.loads(OUT.read_text()).get("results", [])
-        results = [r for r in earlier if (r["model"], r["threads"], r["rows"]) not in measured] + results
-        results.sort(key=lambda r: (r["model"], r["threads"], r["rows"]))
-    OUT.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__, "numpy": np.__version__,
-        "results": results}, indent=1))
-    print(f"wrote {OUT}")
+    write_results(OUT, results, keep_earlier=True)
 
 
 if __name__ == "__main__":

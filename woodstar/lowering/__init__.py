@@ -75,9 +75,9 @@ def _frozen(module):
 
 
 def lower_tree_ensemble(ens: TreeEnsemble, strategy_cls, dtype: str, steps=()) -> TreeEnsembleModule:
-    trees = strategy_cls(fold_base_score(ens), dtype)  # sums start at the base score
+    core = strategy_cls(fold_base_score(ens), dtype)  # sums start at the base score
     return _frozen(TreeEnsembleModule(
-        trees, PostTransform(ens.post_transform, ens.post_transform_scale), steps))
+        core, PostTransform(ens.post_transform, ens.post_transform_scale), steps))
 
 
 def lower_model(ir: ModelIR, strategy_cls, dtype: str) -> LoweredModel:

@@ -1,0 +1,42 @@
+"""What the A/B scripts share: interleaved timing of several callables on one input,
+and the results file they write (one call per timing, candidate order shuffled on
+every repeat, so caches are as cold as between real requests)."""
+
+import json
+import platform
+import random
+import statistics
+import time
+
+import numpy as np
+import torch
+
+__all__ = ["interleaved_median_ms", "write_results"]
+
+
+def interleaved_median_ms(fns, X, repeats):
+    """{name: median ms of one call of fns[name](X)} over ``repeats`` shuffled rounds."""
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        order = list(fns)
+        random.shuffle(order)
+        for key in order:
+            start = time.perf_counter()
+            fns[key](X)
+            times[key].append(time.perf_counter() - start)
+    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
+
+
+def write_results(path, results, keep_earlier=False):
+    """Write ``results`` (rows with model, threads and rows) with the machine and
+    versions; with ``keep_earlier``, cells of an earlier file not measured again stay."""
+    if keep_earlier and path.exists():
+        measured = {(r["model"], r["threads"], r["rows"]) for r in results}
+        earlier = json.loads(path.read_text()).get("results", [])
+        results = [r for r in earlier if (r["model"], r["threads"], r["rows"]) not in measured] + results
+        results.sort(key=lambda r: (r["model"], r["threads"], r["rows"]))
+    path.write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__, "numpy": np.__version__,
+        "results": results}, indent=1))
+    print(f"wrote {path}")

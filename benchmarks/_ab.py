@@ -11,7 +11,22 @@ import time
 import numpy as np
 import torch
 
-__all__ = ["interleaved_median_ms", "write_results"]
+__all__ = ["check_and_warm", "interleaved_median_ms", "report_row", "write_results"]
+
+
+def check_and_warm(fns, X, expected, as_proba, n_classes, tolerance):
+    """Every candidate's answer against ``expected`` first (a wrong answer is never
+    timed; ``tolerance(name)`` is its bound), then one untimed warm-up call."""
+    for key, fn in fns.items():
+        got = as_proba(fn(X), n_classes)
+        tol = tolerance(key)
+        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
+        fn(X)
+
+
+def report_row(row, digits=3):
+    cells = "  ".join(f"{k} {v:.{digits}f}" for k, v in row["median_ms"].items())
+    print(f"{row['model']:14s} t={row['threads']} rows={row['rows']:6d}  {cells}", flush=True)
 
 
 def interleaved_median_ms(fns, X, repeats):

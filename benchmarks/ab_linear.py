@@ -14,11 +14,10 @@ Writes benchmarks/results/linear.json (read by the report).
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 
 import woodstar
-from benchmarks._ab import interleaved_median_ms, write_results
+from benchmarks._ab import check_and_warm, interleaved_median_ms, report_row, write_results
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
@@ -57,17 +56,14 @@ def measure(names, threads_list, repeats, rows_list=ROWS):
             for rows in rows_list:
                 X = test_rows(spec, rows)
                 expected = as_proba(model.predict_proba(X), spec.n_classes)
-                for key, fn in fns.items():
-                    got = as_proba(fn(X), spec.n_classes)
-                    tol = 1e-12 if key in WOODSTAR else 1e-5  # the peers compute in float32
-                    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
-                    fn(X)  # warm-up
+                # The peers compute in float32.
+                check_and_warm(fns, X, expected, as_proba, spec.n_classes,
+                               lambda key: 1e-12 if key in WOODSTAR else 1e-5)
                 rounds = repeats if rows < 10000 else max(5, repeats // 4)
                 row = {"model": name, "threads": threads, "rows": rows, "repeats": rounds,
                        "median_ms": interleaved_median_ms(fns, X, rounds)}
                 results.append(row)
-                cells = "  ".join(f"{k} {v:.4f}" for k, v in row["median_ms"].items())
-                print(f"{name:14s} t={threads} rows={rows:6d}  {cells}", flush=True)
+                report_row(row, digits=4)
     return results
 
 

@@ -11,12 +11,11 @@ Writes benchmarks/results/small_batches.json (read by the report).
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 
 import woodstar
 from woodstar.lowering import onnx_ml
-from benchmarks._ab import interleaved_median_ms, write_results
+from benchmarks._ab import check_and_warm, interleaved_median_ms, report_row, write_results
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
@@ -65,18 +64,15 @@ def measure(names, threads_list, repeats, rows_list=ROWS, skip=()):
             for rows in rows_list:
                 X = test_rows(spec, rows)
                 expected = as_proba(model.predict_proba(X), spec.n_classes)
-                for key, fn in fns.items():
-                    got = as_proba(fn(X), spec.n_classes)
-                    # XGBoost sums in float32 (woodstar in float64); peers convert to float32.
-                    tol = 1e-12 if key in routes and spec.library != "xgboost" else 1e-5
-                    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=key)
-                    fn(X)  # warm-up
+                # XGBoost sums in float32 (woodstar in float64); peers convert to float32.
+                check_and_warm(fns, X, expected, as_proba, spec.n_classes,
+                               lambda key: 1e-12 if key in routes and spec.library != "xgboost"
+                               else 1e-5)
                 row = {"model": name, "threads": threads, "rows": rows, "repeats": repeats,
                        "n_nodes": int(routes["torch"].ir.ensemble.n_nodes), "torch_strategy": strategy,
                        "median_ms": interleaved_median_ms(fns, X, repeats)}
                 results.append(row)
-                cells = "  ".join(f"{k} {v:.3f}" for k, v in row["median_ms"].items())
-                print(f"{name:14s} t={threads} rows={rows:4d}  {cells}", flush=True)
+                report_row(row)
     return results
 
 

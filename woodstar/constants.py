@@ -28,7 +28,9 @@ TREE_IMPLEMENTATION = "tree_implementation"
 """Force a tree strategy: "gemm", "tree_trav" or "perf_tree_trav"."""
 
 TREE_OP_PRECISION_DTYPE = "tree_op_precision_dtype"
-"""Precision of tree comparisons and sums: "float32" or "float64"."""
+"""Precision of tree comparisons and sums: "float32" or "float64". Models that compute in
+their input's dtype (linear models, scalers, pipelines that start with one) ignore it:
+their precision follows the input, as scikit-learn's does."""
 
 ONNX_TARGET_OPSET = "onnx_target_opset"
 ONNX_OUTPUT_MODEL_NAME = "onnx_model_name"

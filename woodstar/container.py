@@ -61,10 +61,10 @@ class ConvertedModel:
         """float64 when asked, or when the input holds values float32 cannot represent
         (float64, int32/64, lists) and the model compares in float64 (HistGradientBoosting,
         LightGBM): rounding that input to float32 could change a branch."""
+        if self.ir.follows_input_dtype:  # the source's own rule; tree_op_precision_dtype
+            return _source_float_dtype(X, self.ir.head)  # concerns tree models alone
         if self.options.precision is not None:
             return self.options.precision
-        if self.ir.follows_input_dtype:
-            return _source_float_dtype(X, self.ir.head)
         if self.ir.ensemble.input_precision != "float64":
             return "float32"
         if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame

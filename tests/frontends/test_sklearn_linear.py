@@ -194,6 +194,17 @@ def test_outputs_follow_the_input_dtype_like_sklearn(rng):
         np.testing.assert_array_equal(got, expected)
 
 
+def test_tree_op_precision_does_not_change_a_pipelines_arithmetic(rng):
+    """tree_op_precision_dtype concerns tree models: a scaler still rounds float32
+    input in float32, as scikit-learn's does."""
+    model = _fit("logreg_multi", "standard")
+    X = _fresh_rows(rng).astype(np.float32)
+    for precision in ("float32", "float64"):
+        converted = woodstar.convert(model, "torch", extra_config={"tree_op_precision_dtype": precision})
+        np.testing.assert_array_equal(converted.decision_function(X), model.decision_function(X))
+        np.testing.assert_array_equal(converted.predict(X), model.predict(X))
+
+
 def test_dataframe_input_matches_sklearn(rng):
     pd = pytest.importorskip("pandas")
     columns = [f"f{i}" for i in range(N_FEATURES)]

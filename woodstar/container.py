@@ -196,7 +196,7 @@ class ConvertedModel:
         rows = self._batch_rows.get(precision)
         if rows is None:
             module = self._program(precision).module
-            per_row = max(1, type(module.core).estimate_bytes(self.ir.final, 1, precision))
+            per_row = max(1, module.core.estimate_bytes(self.ir.final, 1, precision))
             rows = self._batch_rows[precision] = max(1, self.options.memory_budget_bytes // per_row)
         return rows
 

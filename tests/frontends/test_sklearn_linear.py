@@ -182,6 +182,20 @@ def test_bare_scalers_transform_bit_for_bit(scaler_name, rng):
         converted.transform(np.full((1, N_FEATURES), np.inf))
 
 
+def test_the_program_splits_large_inputs_by_the_memory_budget(rng):
+    """The Torch program's batches: a budget of a few rows' temporaries splits 500 rows
+    into many batches, and the answers do not change."""
+    for model in (_fit("logreg_multi", "standard_then_minmax"),
+                  StandardScaler().fit(_fresh_rows(rng, 100))):
+        converted = woodstar.convert(model, "torch", extra_config={
+            "small_batch_rows": 0, "memory_budget_bytes": 8 * 16 * N_FEATURES * 7})
+        X = _fresh_rows(rng, 500)
+        assert converted._rows_per_batch("float64", len(X)) < 100  # 5+ batches
+        method = "predict_proba" if hasattr(model, "predict_proba") else "transform"
+        np.testing.assert_allclose(getattr(converted, method)(X), getattr(model, method)(X),
+                                   rtol=1e-12, atol=1e-12)
+
+
 def test_outputs_follow_the_input_dtype_like_sklearn(rng):
     """float32 in: the scaler rounds in float32, as scikit-learn's does; float64 and
     integers: float64. Bit for bit on the NumPy route."""

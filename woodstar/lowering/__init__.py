@@ -55,9 +55,9 @@ class _Identity(nn.Module):
         self.n_features = n_features
         self.dtype_name = dtype
 
-    @staticmethod
-    def estimate_bytes(final, n_rows, dtype):
-        return 16 * n_rows
+    def estimate_bytes(self, final, n_rows, dtype):
+        """Peak bytes of one call: the steps' float64 temporaries and their result."""
+        return 16 * n_rows * self.n_features
 
     def forward(self, x):
         return x

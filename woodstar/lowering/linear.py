@@ -26,8 +26,9 @@ class LinearScores(nn.Module):
 
     @staticmethod
     def estimate_bytes(linear: LinearModel, n_rows: int, dtype: str) -> int:
-        """Peak bytes of one call: the widened input and the scores."""
-        return 8 * n_rows * (linear.n_features + 2 * linear.n_outputs)
+        """Peak bytes of one call: the steps' float64 temporaries, the widened input and
+        the scores."""
+        return 8 * n_rows * (2 * linear.n_features + 2 * linear.n_outputs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.matmul(x.to(self.compute_dtype), self.coef_t) + self.intercept

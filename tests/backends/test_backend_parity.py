@@ -55,18 +55,22 @@ def test_every_backend_matches_source_model(backend, sk_models, rng):
 
 
 def test_pipeline_backend_matches_torch_eager_and_source(backend, rng):
-    """The whole pipeline (two scalers, then a multinomial logistic regression) is one
-    exported program on every backend, the slow ones included."""
+    """The whole pipeline (an imputer, two scalers, then a multinomial logistic
+    regression) is one exported program on every backend, the slow ones included."""
+    from sklearn.impute import SimpleImputer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
     X = rng.normal(size=(300, 5)) * [1, 50, 0.02, 3, 1] + [0, 10, 0, -4, 1]
     y = np.digitize(X[:, 0] + X[:, 3] / 3, [-0.5, 0.5])
-    model = make_pipeline(StandardScaler(), MinMaxScaler(clip=True), LogisticRegression()).fit(X, y)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    model = make_pipeline(SimpleImputer(strategy="median"), StandardScaler(),
+                          MinMaxScaler(clip=True), LogisticRegression()).fit(X, y)
     reference = woodstar.convert(model, "torch", extra_config={"small_batch_rows": 0})
     converted = woodstar.convert(model, backend)
     rows = rng.normal(size=(40, 5)) * [2, 80, 0.05, 5, 2]
+    rows[rng.random(rows.shape) < 0.15] = np.nan
     for X_in, precision in ((rows, "float64"), (rows.astype(np.float32), "float32")):
         if backend in SLOW_BACKENDS and precision == "float64":
             continue  # one compile per case

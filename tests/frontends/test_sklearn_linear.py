@@ -15,6 +15,7 @@ from sklearn import linear_model as lm  # noqa: E402
 from sklearn import svm  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.impute import SimpleImputer  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler  # noqa: E402
 
@@ -194,6 +195,51 @@ def test_the_program_splits_large_inputs_by_the_memory_budget(rng):
         method = "predict_proba" if hasattr(model, "predict_proba") else "transform"
         np.testing.assert_allclose(getattr(converted, method)(X), getattr(model, method)(X),
                                    rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("strategy", ["mean", "median", "most_frequent", "constant"])
+@pytest.mark.parametrize("fit_dtype", [np.float64, np.float32])
+def test_simple_imputer_alone_and_before_a_linear_model(strategy, fit_dtype, rng):
+    """NaN takes the statistic rounded as scikit-learn rounds it (to the fit dtype, then
+    the input's); the pipeline then accepts NaN although the linear model would not."""
+    X = _fresh_rows(rng, 300, spread=(1,))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = _targets(np.nan_to_num(X), "multi", rng)
+    imputer = SimpleImputer(strategy=strategy, fill_value=0.3).fit(X.astype(fit_dtype))
+    pipeline = make_pipeline(SimpleImputer(strategy=strategy, fill_value=0.3), StandardScaler(),
+                             lm.LogisticRegression()).fit(X.astype(fit_dtype), y)
+    fresh = _fresh_rows(rng)
+    fresh[rng.random(fresh.shape) < 0.2] = np.nan
+    tolerance = 1e-12 if pipeline[-1].coef_.dtype == np.float64 else 1e-5
+    for config in ({}, {"small_batch_rows": 0}):
+        converted_imputer = woodstar.convert(imputer, "torch", extra_config=config)
+        converted = woodstar.convert(pipeline, "torch", extra_config=config)
+        for X_in in (fresh, fresh.astype(np.float32)):
+            expected = imputer.transform(X_in)
+            got = converted_imputer.transform(X_in)
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+            assert assert_parity(converted, pipeline, X_in, "float64", tolerance=tolerance) == 3
+        with pytest.raises(ValueError, match="infinity"):
+            converted.predict(np.full((1, N_FEATURES), np.inf))
+
+
+@pytest.mark.parametrize("imputer, message", [
+    (SimpleImputer(add_indicator=True), "add_indicator is not supported"),
+    (SimpleImputer(missing_values=0.0), "missing_values is not supported \\(got 0.0\\)"),
+    (SimpleImputer(), "a feature without any observed value .* is not supported \\(got \\[2\\]\\)"),
+])
+def test_unsupported_imputers_are_refused_with_the_reason(imputer, message, rng):
+    X = _fresh_rows(rng, 50)
+    X[:, 2] = np.nan
+    X[0, 0] = 0.0
+    if not np.isnan(imputer.missing_values):  # it would refuse the NaN column
+        X = np.nan_to_num(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the empty column's warning
+        model = make_pipeline(imputer, StandardScaler()).fit(X)
+    with pytest.raises(MissingConverter, match=message):
+        woodstar.convert(model, "torch")
 
 
 def test_outputs_follow_the_input_dtype_like_sklearn(rng):

@@ -17,9 +17,9 @@ N = 4
 
 
 def _step(rng, cast):
-    ops = ("sub", "div", "mul", "add", "maximum", "minimum")
-    operands = (rng.normal(size=N) * 100, rng.random(N) + 0.01, rng.normal(size=N),
-                rng.normal(size=N), np.full(N, -0.3), np.full(N, 0.7))
+    ops = ("fill_nan", "sub", "div", "mul", "add", "maximum", "minimum")
+    operands = (rng.normal(size=N) * 1e-3, rng.normal(size=N) * 100, rng.random(N) + 0.01,
+                rng.normal(size=N), rng.normal(size=N), np.full(N, -0.3), np.full(N, 0.7))
     return ColumnOps("Scaler", N, ops, operands, (cast,) * len(ops)).validate()
 
 
@@ -32,6 +32,7 @@ def test_steps_equal_the_reference_bit_for_bit(dtype, cast, rng):
     expected = step.apply(X)
     got_numpy = NumpySteps((step,), dtype)(X)
     got_torch = ColumnOpsModule(step, dtype)(torch.from_numpy(X)).numpy()
+    assert not np.isnan(expected).any()  # the first step filled every NaN
     for got in (got_numpy, got_torch):
         assert got.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, expected)

@@ -2,7 +2,7 @@
 
 scikit-learn's scalers work in place on a copy of the input in the input's float dtype
 (float32 stays float32): ``X -= mean``, ``X /= scale``, ``X *= scale``, ``X += min``,
-``np.clip``. Each operation therefore rounds its result to that working dtype, and
+``np.clip``, and SimpleImputer's ``X[missing] = statistic``. Each operation therefore rounds its result to that working dtype, and
 some cast their operand to it first. ``ColumnOps`` records exactly that, so every
 route repeats the source's roundings: an operation computes in float64 on the value
 and the (possibly pre-rounded) operand, then rounds to the working dtype. For one
@@ -21,7 +21,7 @@ from ..exceptions import InvalidModelError
 
 __all__ = ["ColumnOps", "COLUMN_OPS"]
 
-COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum")
+COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum", "fill_nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,5 +67,10 @@ class ColumnOps:
         return X
 
 
+def _fill_nan(values, operand):
+    """A missing value takes the column's operand (SimpleImputer's statistic)."""
+    return np.where(np.isnan(values), operand, values)
+
+
 _NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
-              "maximum": np.maximum, "minimum": np.minimum}
+              "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}

@@ -8,8 +8,12 @@ from ..ir.column_ops import ColumnOps
 
 __all__ = ["ColumnOpsModule"]
 
+def _fill_nan(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isnan(x), operand, x)
+
+
 _TORCH_OPS = {"sub": torch.sub, "div": torch.div, "mul": torch.mul, "add": torch.add,
-              "maximum": torch.maximum, "minimum": torch.minimum}
+              "maximum": torch.maximum, "minimum": torch.minimum, "fill_nan": _fill_nan}
 
 
 class ColumnOpsModule(nn.Module):

@@ -9,8 +9,12 @@ from ..ir.transforms import apply_post_transform
 
 __all__ = ["NumpySteps", "NumpyLinear", "NumpyTransformer", "with_steps"]
 
+def _fill_nan(X, operand, out):
+    np.copyto(out, np.broadcast_to(operand, X.shape), where=np.isnan(X))
+
+
 _IN_PLACE = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
-             "maximum": np.maximum, "minimum": np.minimum}
+             "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
 
 
 class NumpySteps:

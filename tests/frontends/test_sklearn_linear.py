@@ -56,6 +56,17 @@ LINEAR = {
     "bayesian_ridge": (lambda: lm.BayesianRidge(), "regression", False),
     "ard": (lambda: lm.ARDRegression(), "regression", False),
     "lars": (lambda: lm.Lars(), "regression", False),
+    "logreg_cv": (lambda: lm.LogisticRegressionCV(Cs=3, cv=3), "multi", False),
+    "ridge_classifier_cv": (lambda: lm.RidgeClassifierCV(), "binary", False),
+    "passive_aggressive": (lambda: lm.PassiveAggressiveClassifier(random_state=0), "multi", False),
+    "ridge_cv": (lambda: lm.RidgeCV(), "regression", False),
+    "lasso_cv": (lambda: lm.LassoCV(cv=3), "regression", False),
+    "elasticnet_cv": (lambda: lm.ElasticNetCV(cv=3), "regression", False),
+    "lasso_lars": (lambda: lm.LassoLars(alpha=0.01), "regression", False),
+    "omp": (lambda: lm.OrthogonalMatchingPursuit(), "regression", False),
+    "theil_sen": (lambda: lm.TheilSenRegressor(max_subpopulation=200, random_state=0),
+                  "regression", False),
+    "quantile": (lambda: lm.QuantileRegressor(alpha=0.0), "regression", False),
 }
 SCALERS = {
     "none": lambda: None,
@@ -66,6 +77,15 @@ SCALERS = {
     "robust": lambda: RobustScaler(),
     "standard_then_minmax": lambda: (StandardScaler(), MinMaxScaler()),
 }
+
+
+def test_every_registered_linear_model_is_in_the_matrix():
+    """Registering a linear model puts it under the parity matrix above."""
+    from woodstar.frontends.sklearn_linear import LINEAR_CLASSIFIERS, LINEAR_REGRESSORS
+
+    covered = {type(factory()).__name__ for factory, _, _ in LINEAR.values()}
+    assert set(LINEAR_CLASSIFIERS + LINEAR_REGRESSORS) <= covered, \
+        set(LINEAR_CLASSIFIERS + LINEAR_REGRESSORS) - covered
 
 
 def _targets(X, kind, rng):

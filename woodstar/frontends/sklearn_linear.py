@@ -74,15 +74,17 @@ def _linear_classifier(model, options):
                                                    "binary and multiclass targets"))
     classes = np.asarray(model.classes_)
     coef, intercept = _coef_arrays(model)
-    if coef.ndim != 2:
+    # A binary model may hold its coefficients as one vector (RidgeClassifierCV does).
+    if coef.ndim not in (1, 2) or (coef.ndim == 1 and len(classes) != 2):
         raise MissingConverter(unsupported_message(name, "coef_ shape", coef.shape,
                                                    "(n_classes or 1, n_features)"))
     probability = _probability(model, len(classes))
     methods = ("predict", "decision_function") + (("predict_proba",) if probability else ())
-    linear = LinearModel(coef=coef, intercept=intercept,
+    linear = LinearModel(coef=coef, intercept=intercept, vector_coef=coef.ndim == 1,
                          post_transform=probability or "identity")
+    binary = coef.ndim == 1 or coef.shape[0] == 1
     head = sklearn_head(model, "classification", methods, classes=(classes,),
-                        decision_rule="raw_gt_zero" if coef.shape[0] == 1 else "raw_argmax",
+                        decision_rule="raw_gt_zero" if binary else "raw_argmax",
                         allows_inf=False)
     return ModelIR(head, linear=linear).validate()
 

@@ -16,7 +16,7 @@ from ..ir import ColumnOps, ModelIR
 from ._sklearn import check_fitted, sklearn_head
 from .registry import find_frontend, register_frontend
 
-__all__ = ["SCALERS", "COLUMN_WISE", "scaler_ops"]
+__all__ = ["SCALERS", "COLUMN_WISE", "column_wise_ops"]
 
 SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
 COLUMN_WISE = SCALERS + ("SimpleImputer",)  # the transformers a pipeline may hold
@@ -29,7 +29,7 @@ def _vector(model, values, n_features):
     return np.broadcast_to(array, (n_features,)).copy()
 
 
-def scaler_ops(model) -> ColumnOps:
+def column_wise_ops(model) -> ColumnOps:
     """The ColumnOps of one fitted scaler."""
     name = type(model).__name__
     check_fitted(model, "n_features_in_")
@@ -88,8 +88,8 @@ def _imputer_statistics(model):
 
 
 @register_frontend("sklearn", *COLUMN_WISE)
-def _scaler(model, options):
-    step = scaler_ops(model)
+def _column_wise(model, options):
+    step = column_wise_ops(model)
     # The scalers take NaN (they ignore it when fitting), SimpleImputer replaces it;
     # none takes infinity.
     head = sklearn_head(model, "transform", ("transform",), allows_inf=False)
@@ -111,7 +111,7 @@ def _pipeline(model, options):
             raise MissingConverter(unsupported_message(
                 "Pipeline", "this step before the final estimator", type(transformer).__name__,
                 ", ".join(COLUMN_WISE)))
-        steps.append(scaler_ops(transformer))
+        steps.append(column_wise_ops(transformer))
     # NaN passes through the scalers; an imputer among the steps replaces it, so the
     # final estimator never sees one.
     imputes = any("fill_nan" in step.ops for step in steps)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..exceptions import InvalidModelError
 
-__all__ = ["ColumnOps", "COLUMN_OPS"]
+__all__ = ["ColumnOps", "COLUMN_OPS", "NUMPY_OPS"]
 
 COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum", "fill_nan")
 
@@ -63,14 +63,20 @@ class ColumnOps:
         for op, operand, cast in zip(self.ops, self.operands, self.cast_operand):
             if cast:
                 operand = operand.astype(working)
-            X = _NUMPY_OPS[op](X.astype(np.float64), operand.astype(np.float64)).astype(working)
+            X = NUMPY_OPS[op](X.astype(np.float64), operand.astype(np.float64)).astype(working)
         return X
 
 
-def _fill_nan(values, operand):
-    """A missing value takes the column's operand (SimpleImputer's statistic)."""
-    return np.where(np.isnan(values), operand, values)
+def _fill_nan(values, operand, out=None):
+    """A missing value takes the column's operand (SimpleImputer's statistic); called
+    like a ufunc, ``out`` included."""
+    if out is None:
+        return np.where(np.isnan(values), operand, values)
+    np.copyto(out, np.broadcast_to(operand, values.shape), where=np.isnan(values))
+    return out
 
 
-_NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
-              "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
+# Each op as a NumPy callable ``(values, operand, out=None)``: the reference below, and
+# the torch backend's NumPy route in place (lowering/numpy_linear.py).
+NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
+             "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}

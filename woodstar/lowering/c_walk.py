@@ -44,7 +44,6 @@ NODE_DTYPES = {  # must match node32 / node64 in c_walk.c (checked on load)
 }
 
 
-
 class _Model(ctypes.Structure):  # ``model`` in c_walk.c
     _fields_ = [("nodes", ctypes.c_void_p), ("roots", ctypes.c_void_p),
                 ("depths", ctypes.c_void_p), ("out_start", ctypes.c_void_p),

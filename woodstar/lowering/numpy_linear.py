@@ -5,16 +5,10 @@ and a small batch pays no Torch dispatch."""
 import numpy as np
 
 from ..ir import ModelIR
+from ..ir.column_ops import NUMPY_OPS
 from ..ir.transforms import apply_post_transform
 
 __all__ = ["NumpySteps", "NumpyLinear", "NumpyTransformer", "with_steps"]
-
-def _fill_nan(X, operand, out):
-    np.copyto(out, np.broadcast_to(operand, X.shape), where=np.isnan(X))
-
-
-_IN_PLACE = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
-             "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
 
 
 class NumpySteps:
@@ -26,7 +20,7 @@ class NumpySteps:
         self.ops = []
         for step in steps:
             for op, operand, cast in zip(step.ops, step.operands, step.cast_operand):
-                self.ops.append((_IN_PLACE[op], operand.astype(dtype) if cast else operand))
+                self.ops.append((NUMPY_OPS[op], operand.astype(dtype) if cast else operand))
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         if not self.ops:
@@ -76,5 +70,4 @@ def with_steps(steps: NumpySteps, route):
     def run(X):
         return route(steps(X))
 
-    run.route = route
     return run

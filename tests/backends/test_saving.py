@@ -144,6 +144,18 @@ def _rehash_manifest(members):
     members["manifest.sha256"] = hashlib.sha256(members["manifest.json"]).hexdigest().encode()
 
 
+def _replace_member(members, name, data):
+    """What an attacker who rewrites the hashes would do: the member, its SHA-256 in the
+    manifest and the manifest's own SHA-256 all consistent."""
+    import hashlib
+
+    members[name] = data
+    manifest = json.loads(members["manifest.json"])
+    manifest["files"][name] = hashlib.sha256(data).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    _rehash_manifest(members)
+
+
 def test_flipped_byte_is_refused(saved, tmp_path):
     data = bytearray(saved.read_bytes())
     with zipfile.ZipFile(saved) as archive:
@@ -223,16 +235,10 @@ def test_zip_with_a_pickle_is_refused(tmp_path):
 def test_pickled_array_with_matching_hash_is_refused(saved, tmp_path):
     """An attacker who rewrites the manifest's hashes still cannot make load unpickle:
     arrays are read with allow_pickle=False."""
-    import hashlib
-
     members = _members(saved)
     buffer = io.BytesIO()
     np.save(buffer, np.array([_Boom()], dtype=object), allow_pickle=True)
-    members["ir/ensemble/threshold.npy"] = buffer.getvalue()
-    manifest = json.loads(members["manifest.json"])
-    manifest["files"]["ir/ensemble/threshold.npy"] = hashlib.sha256(buffer.getvalue()).hexdigest()
-    members["manifest.json"] = json.dumps(manifest).encode()
-    _rehash_manifest(members)
+    _replace_member(members, "ir/ensemble/threshold.npy", buffer.getvalue())
     bad = tmp_path / "pickled-array.zip"
     _write(bad, members)
     with pytest.raises(CorruptedFileError, match="is not a plain .npy array"):
@@ -314,8 +320,6 @@ def test_file_from_before_linear_models_loads(saved, string_label_hgb, tmp_path)
 
 def test_linear_coefficients_of_a_wrong_dtype_are_refused(tmp_path):
     """A step operand or coefficient array must be float32 or float64."""
-    import hashlib
-
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -329,11 +333,7 @@ def test_linear_coefficients_of_a_wrong_dtype_are_refused(tmp_path):
         members = _members(path)
         buffer = io.BytesIO()
         np.save(buffer, np.load(io.BytesIO(members[name])).astype(np.int64))
-        members[name] = buffer.getvalue()
-        manifest = json.loads(members["manifest.json"])
-        manifest["files"][name] = hashlib.sha256(buffer.getvalue()).hexdigest()
-        members["manifest.json"] = json.dumps(manifest).encode()
-        _rehash_manifest(members)
+        _replace_member(members, name, buffer.getvalue())
         bad = tmp_path / "bad.zip"
         _write(bad, members)
         with pytest.raises(CorruptedFileError, match=f"{name} has dtype int64"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 import woodstar
-from woodstar.lowering import onnx_ml
+from woodstar.runtimes import onnx_ml
 from benchmarks._ab import check_and_warm, interleaved_median_ms, report_row, write_results
 from benchmarks.candidates import NotAvailable, _native, _onnxruntime, as_proba
 from benchmarks.models import MODEL_SPECS, load_model, test_rows

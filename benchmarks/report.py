@@ -233,7 +233,7 @@ def _small_batches_section(path=SMALL_BATCHES):
              f"{'/'.join(str(n) for n in sorted({r.get('repeats', 0) for r in rows}, reverse=True))} "
              "interleaved repeats (fewer for the largest batches), "
              "one call per timing, so caches are as cold as between real requests; median ms). "
-             "`c-walk` (the compiled walk, `woodstar/lowering/c_walk.c`), `onnx-ml` (the IR "
+             "`c-walk` (the compiled walk, `woodstar/runtimes/c_walk.c`), `onnx-ml` (the IR "
              "as one ONNX-ML TreeEnsemble node, ONNX Runtime, 1 thread), "
              "`numpy-walk` and `torch` are the same converted model on the torch backend with "
              "its CPU route forced (`c-walk` is the container's own choice); `onnxruntime` is "

@@ -1,8 +1,7 @@
 """Woodstar compiles trained traditional ML models into fast, exact tensor programs."""
 
 from . import constants, exceptions
-from ._convert import convert, convert_batch
-from ._saving import load
+from ._convert import convert, convert_batch, load
 
 __version__ = "0.1.0"
 

@@ -9,9 +9,9 @@ from .backends import get_backend
 from .container import make_container
 from .exceptions import ConstantError
 from .frontends import find_frontend
-from .lowering.routing import choose_backend
+from .backends.ranking import choose_backend
 
-__all__ = ["convert", "convert_batch"]
+__all__ = ["convert", "convert_batch", "load"]
 
 
 def convert(model, backend="torch", test_input=None, device="cpu", extra_config=None):
@@ -81,3 +81,14 @@ def convert_batch(model, backend, test_input, remainder_size=0, device="cpu", ex
     if options.container:
         container.remainder_size = int(remainder_size)
     return container
+
+
+def load(path, device=None):
+    """Read a model written by ``container.save(path)``: the container, ready to run.
+    ``device``: where to run it; by default where it was saved from, or the CPU when
+    that device is not here. Nothing is unpickled; a damaged file raises
+    ``CorruptedFileError``."""
+    from ._saving import load_parts
+
+    ir, backend_cls, options, device, programs = load_parts(path, device)
+    return make_container(ir, backend_cls, options, device, programs=programs)

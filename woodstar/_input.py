@@ -2,11 +2,14 @@
 
 Everything the user may pass (NumPy arrays of any real dtype and memory order, pandas
 DataFrames, lists, torch tensors) becomes one C-contiguous float array of the
-route's dtype, or a ValueError that says what was expected and what came.
+route's dtype, or a ValueError that says what was expected and what came. Columns
+that the schema says are strings or re-coded categories are encoded first
+(``_encode.py``).
 """
 
 import numpy as np
 
+from ._encode import encode_columns
 from .ir import Head
 
 __all__ = ["to_feature_matrix"]
@@ -16,18 +19,26 @@ def _is_dataframe(X):
     return type(X).__name__ == "DataFrame" and hasattr(X, "columns") and hasattr(X, "dtypes")
 
 
-def _from_dataframe(X, head: Head) -> np.ndarray:
+def in_fitted_order(X, head: Head):
+    """The DataFrame's columns in the order the source was fitted on, matched by
+    name; a missing or unexpected column is an error naming it."""
     columns = [str(c) for c in X.columns]
-    if head.feature_names is not None:
-        missing = [n for n in head.feature_names if n not in columns]
-        extra = [c for c in columns if c not in head.feature_names]
-        if missing or extra:
-            raise ValueError(
-                f"{head.estimator} was fitted with columns {list(head.feature_names)}; the "
-                f"DataFrame lacks {missing} and has unexpected {extra}.")
-        if columns != list(head.feature_names):
-            X = X[[c for c in X.columns if str(c) in head.feature_names]]
-            X = X[sorted(X.columns, key=lambda c: head.feature_names.index(str(c)))]
+    if head.feature_names is None:
+        return X
+    missing = [n for n in head.feature_names if n not in columns]
+    extra = [c for c in columns if c not in head.feature_names]
+    if missing or extra:
+        raise ValueError(
+            f"{head.estimator} was fitted with columns {list(head.feature_names)}; the "
+            f"DataFrame lacks {missing} and has unexpected {extra}.")
+    if columns != list(head.feature_names):
+        X = X[[c for c in X.columns if str(c) in head.feature_names]]
+        X = X[sorted(X.columns, key=lambda c: head.feature_names.index(str(c)))]
+    return X
+
+
+def _from_dataframe(X, head: Head) -> np.ndarray:
+    X = in_fitted_order(X, head)
     bad = []
     for name, dtype in zip(X.columns, X.dtypes):
         kind = getattr(dtype, "kind", "O")
@@ -64,10 +75,12 @@ def _as_array(X, head: Head) -> np.ndarray:
     return X
 
 
-def to_feature_matrix(X, head: Head, dtype, source_precision="float64") -> np.ndarray:
-    """Validate ``X`` for ``head`` and return it as C-contiguous ``dtype`` (no copy when
-    it already is one). ``source_precision`` is the precision the source library
-    rounds inputs to: a float64 beyond float32's range is an infinity to it."""
+def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") -> np.ndarray:
+    """Validate ``X`` for ``head`` and ``schema`` and return it as C-contiguous ``dtype``
+    (no copy when it already is one). ``source_precision`` is the precision the source
+    library rounds inputs to: a float64 beyond float32's range is an infinity to it."""
+    if schema is not None and schema.needs_encoding:
+        X = encode_columns(X, head, schema)
     X = _as_array(X, head)
     if X.ndim != 2:
         hint = " (reshape a single sample with X.reshape(1, -1))" if X.ndim == 1 else ""

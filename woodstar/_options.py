@@ -36,6 +36,7 @@ class Options:
     container: bool = True
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET
     small_batch_rows: Optional[int] = None  # None: the measured default; 0: off
+    cpu_route: Optional[str] = None  # None: the plan's choice (woodstar/plan.py)
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -103,4 +104,12 @@ def parse_options(extra_config) -> Options:
     if cfg.get(C.SMALL_BATCH_ROWS) is not None:
         value = cfg[C.SMALL_BATCH_ROWS]
         fields["small_batch_rows"] = 0 if value == 0 else _positive_int(C.SMALL_BATCH_ROWS, value)
+    if cfg.get(C.CPU_ROUTE) not in (None, "auto"):
+        fields["cpu_route"] = _choice(C.CPU_ROUTE, cfg[C.CPU_ROUTE], _cpu_routes())
     return Options(**fields)
+
+
+def _cpu_routes():
+    from .plan import ROUTES
+
+    return ("auto",) + ROUTES

@@ -6,13 +6,16 @@ arrays small) of:
 * ``manifest.json``: what was saved (schema in docs/backends.md), including the
   SHA-256 of every other member;
 * ``manifest.sha256``: the SHA-256 of ``manifest.json`` itself;
-* ``ir/ensemble/<field>.npy``, ``ir/linear/<field>.npy``, ``ir/steps/<i>/operand_<j>.npy``,
-  ``ir/head/classes_<i>.npy``: the IR's arrays in NumPy's ``.npy`` format, written and
-  read with ``allow_pickle=False`` (a model has trees or a linear model or neither, and
-  zero or more steps);
+* ``ir/nodes/<i>/<name>.npy``, ``ir/schema/<i>/<name>.npy``, ``ir/head/classes_<i>.npy``:
+  the IR's arrays in NumPy's ``.npy`` format, written and read with
+  ``allow_pickle=False``; the manifest's ``graph`` lists the nodes (op kind, inputs,
+  outputs, the op's JSON fields and its arrays) and ``schema`` the input columns;
 * ``artifacts/<precision>/<name>``: the backend's artifact per compiled precision
   (TorchScript archive, ONNX model, TVM shared library); none for the torch and
   torch.compile backends, which are rebuilt from the IR.
+
+Format version 2 holds the graph IR; files of version 1 (a chain: ``ensemble``,
+``linear`` and ``steps`` in the manifest) still load, as that chain.
 
 Loading never unpickles: JSON, ``.npy`` without pickle, and each backend's own loader.
 Every member is checked against its SHA-256 before it is used, members that the
@@ -34,13 +37,15 @@ import torch
 
 from ._options import Options
 from .exceptions import CorruptedFileError, InvalidModelError, VersionMismatchWarning
-from .ir import ColumnOps, Head, LinearModel, ModelIR, TreeEnsemble
-from .ir.tree_ensemble import _ARRAY_DTYPES
+from .ir import (ColumnOps, Graph, Head, InputColumn, InputSchema, LinearModel, ModelIR, Node,
+                 TreeEnsemble, ValueType, chain)
+from .ir.graph import op_class
 
-__all__ = ["save", "load", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["save", "load_parts", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "woodstar-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 MANIFEST_HASH = "manifest.sha256"
 MAX_MEMBER_BYTES = 4 * 2**30
@@ -88,8 +93,10 @@ def _classes_for_saving(classes):
 
 
 def _json_value(value):
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating,)):
@@ -97,37 +104,46 @@ def _json_value(value):
     return value
 
 
+def _graph_meta(graph, members):
+    nodes = []
+    for i, node in enumerate(graph.nodes):
+        fields, arrays = node.op.to_saved()
+        files = {}
+        for name, array in arrays.items():
+            files[name] = f"ir/nodes/{i}/{name}.npy"
+            members[files[name]] = _npy_bytes(array)
+        nodes.append({"name": node.name, "op": node.kind, "inputs": list(node.inputs),
+                      "outputs": list(node.outputs), "fields": _json_value(fields),
+                      "arrays": files})
+    return {"input_kinds": list(graph.input_type.kinds), "nodes": nodes,
+            "raw": graph.raw, "transformed": graph.transformed}
+
+
+def _schema_meta(schema, members):
+    columns = []
+    for i, column in enumerate(schema.columns):
+        entry = {"name": column.name, "kind": column.kind,
+                 "vocabulary": None if column.vocabulary is None else list(column.vocabulary),
+                 "category_values": None, "allowed": None,
+                 "allowed_missing": column.allowed_missing, "check_owner": column.check_owner}
+        if column.category_values is not None:
+            stored, as_object = _classes_for_saving(np.asarray(column.category_values,
+                                                               dtype=object))
+            entry["category_values"] = f"ir/schema/{i}/category_values.npy"
+            members[entry["category_values"]] = _npy_bytes(stored)
+        if column.allowed is not None:
+            entry["allowed"] = f"ir/schema/{i}/allowed.npy"
+            members[entry["allowed"]] = _npy_bytes(column.allowed)
+        columns.append(entry)
+    return {"columns": columns}
+
+
 def save(container, path):
     """Write ``container`` to ``path`` (a file name or a writable binary file)."""
     ir = container.ir
     members = {}
-    ensemble_meta = None
-    if ir.ensemble is not None:
-        ensemble_meta = {"arrays": {}, "scalars": {}}
-        for field in dataclasses.fields(TreeEnsemble):
-            value = getattr(ir.ensemble, field.name)
-            if field.name in _ARRAY_DTYPES:
-                name = f"ir/ensemble/{field.name}.npy"
-                members[name] = _npy_bytes(value)
-                ensemble_meta["arrays"][field.name] = name
-            else:
-                ensemble_meta["scalars"][field.name] = _json_value(value)
-    linear_meta = None
-    if ir.linear is not None:
-        linear_meta = {"post_transform": ir.linear.post_transform,
-                       "vector_coef": ir.linear.vector_coef}
-        for field in ("coef", "intercept"):
-            members[f"ir/linear/{field}.npy"] = _npy_bytes(getattr(ir.linear, field))
-            linear_meta[field] = f"ir/linear/{field}.npy"
-    steps_meta = []
-    for i, step in enumerate(ir.steps):
-        files = []
-        for j, operand in enumerate(step.operands):
-            files.append(f"ir/steps/{i}/operand_{j}.npy")
-            members[files[-1]] = _npy_bytes(operand)
-        steps_meta.append({"name": step.name, "n_features": step.n_features,
-                           "ops": list(step.ops), "cast_operand": list(step.cast_operand),
-                           "operands": files})
+    graph_meta = _graph_meta(ir.graph, members)
+    schema_meta = _schema_meta(ir.schema, members)
     head_meta = {"fields": {}, "classes": None}
     for field in dataclasses.fields(Head):
         value = getattr(ir.head, field.name)
@@ -158,9 +174,8 @@ def save(container, path):
         "device": str(container.device),
         "options": {k: _json_value(v) for k, v in dataclasses.asdict(container.options).items()},
         "head": head_meta,
-        "ensemble": ensemble_meta,
-        "linear": linear_meta,
-        "steps": steps_meta,
+        "graph": graph_meta,
+        "schema": schema_meta,
         "programs": programs,
         "files": {name: _sha256(data) for name, data in sorted(members.items())},
     }
@@ -237,9 +252,9 @@ def _check_manifest(members, source):
         raise _corrupted(source, f"{MANIFEST} is not JSON ({error})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _corrupted(source, f"{MANIFEST} does not describe a {FORMAT}")
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") not in READABLE_VERSIONS:
         raise _corrupted(source, f"format version {manifest.get('format_version')!r} is not "
-                                 f"supported (this woodstar reads {FORMAT_VERSION})")
+                                 f"supported (this woodstar reads {READABLE_VERSIONS})")
     files = manifest.get("files")
     if not isinstance(files, dict):
         raise _corrupted(source, "the manifest lists no files")
@@ -264,39 +279,80 @@ def _warn_versions(saved, backend_cls, source):
                       f"predictions may differ.", VersionMismatchWarning, stacklevel=3)
 
 
+def _build_head(head_meta, members, source):
+    classes = None
+    if head_meta["classes"] is not None:
+        classes = []
+        for entry in head_meta["classes"]:
+            array = _load_npy(members[entry["file"]], entry["file"], source)
+            if entry["as_object"]:
+                array = _as_objects(array)
+            classes.append(array)
+    return Head(classes=classes, **head_meta["fields"])
+
+
+def _as_objects(array):
+    values = array.tolist()
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def _build_ir(manifest, members, source):
     try:
-        ens_meta, head_meta = manifest["ensemble"], manifest["head"]
-        ensemble = None if ens_meta is None else _build_ensemble(ens_meta, members, source)
-        linear = _build_linear(manifest.get("linear"), members, source)
-        steps = tuple(_build_step(meta, members, source) for meta in manifest.get("steps", []))
-        classes = None
-        if head_meta["classes"] is not None:
-            classes = []
-            for entry in head_meta["classes"]:
-                array = _load_npy(members[entry["file"]], entry["file"], source)
-                if entry["as_object"]:
-                    values = array.tolist()
-                    array = np.empty(len(values), dtype=object)
-                    array[:] = values
-                classes.append(array)
-        head = Head(classes=classes, **head_meta["fields"])
-        return ModelIR(head=head, ensemble=ensemble, linear=linear, steps=steps).validate()
+        head = _build_head(manifest["head"], members, source)
+        if manifest["format_version"] == 1:
+            return _build_chain_v1(manifest, members, source, head).validate()
+        schema = _build_schema(manifest["schema"], members, source)
+        graph = _build_graph(manifest["graph"], members, source)
+        return ModelIR(head=head, graph=graph, schema=schema).validate()
     except CorruptedFileError:
         raise
-    except (KeyError, TypeError, ValueError, InvalidModelError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidModelError) as error:
         raise _corrupted(source, f"its IR is inconsistent ({type(error).__name__}: {error})") from None
+
+
+def _build_graph(meta, members, source):
+    nodes = []
+    for entry in meta["nodes"]:
+        arrays = {name: _load_npy(members[file], file, source)
+                  for name, file in entry["arrays"].items()}
+        op = op_class(str(entry["op"])).from_saved(entry["fields"], arrays)
+        nodes.append(Node(str(entry["name"]), op, tuple(entry["inputs"]), tuple(entry["outputs"])))
+    return Graph(ValueType(tuple(meta["input_kinds"])), tuple(nodes), str(meta["raw"]),
+                 str(meta["transformed"]))
+
+
+def _build_schema(meta, members, source):
+    columns = []
+    for entry in meta["columns"]:
+        category_values = allowed = None
+        if entry["category_values"] is not None:
+            name = entry["category_values"]
+            category_values = tuple(_load_npy(members[name], name, source).tolist())
+        if entry["allowed"] is not None:
+            allowed = _float_array(members, entry["allowed"], source)
+        columns.append(InputColumn(
+            name=str(entry["name"]), kind=str(entry["kind"]),
+            vocabulary=None if entry["vocabulary"] is None else tuple(entry["vocabulary"]),
+            category_values=category_values, allowed=allowed,
+            allowed_missing=bool(entry["allowed_missing"]), check_owner=str(entry["check_owner"])))
+    return InputSchema(tuple(columns))
+
+
+def _build_chain_v1(manifest, members, source, head):
+    """A version-1 file: trees or a linear model (or neither) after column-wise steps."""
+    ens_meta = manifest["ensemble"]
+    ensemble = None if ens_meta is None else _build_ensemble(ens_meta, members, source)
+    linear = _build_linear(manifest.get("linear"), members, source)
+    steps = tuple(_build_step(meta, members, source) for meta in manifest.get("steps", []))
+    return chain(head, steps=steps, ensemble=ensemble, linear=linear)
 
 
 def _build_ensemble(meta, members, source):
     arrays = {field: _load_npy(members[name], name, source)
               for field, name in meta["arrays"].items()}
-    if set(arrays) != set(_ARRAY_DTYPES):
-        raise _corrupted(source, f"ensemble arrays {sorted(arrays)} are not the expected ones")
-    for field, array in arrays.items():
-        if array.dtype != np.dtype(_ARRAY_DTYPES[field]):
-            raise _corrupted(source, f"ensemble array {field} has dtype {array.dtype}")
-    return TreeEnsemble(**meta["scalars"], **arrays)
+    return TreeEnsemble.from_saved(meta["scalars"], arrays)
 
 
 def _float_array(members, name, source):
@@ -334,11 +390,11 @@ def _options(manifest, source):
     return Options(**values)
 
 
-def load(path, device=None):
-    """Read a model written by ``container.save``. ``device``: where to run it; by
-    default where it was saved from, or the CPU when that device is not here."""
+def load_parts(path, device=None):
+    """Read a model written by ``container.save``: (IR, backend class, options, device,
+    programs by precision). ``device``: where to run it; by default where it was saved
+    from, or the CPU when that device is not here."""
     from .backends import all_backends, get_backend
-    from .container import make_container
     from .lowering import get_strategy, lower_model
 
     source = repr(os.fspath(path)) if not hasattr(path, "read") else "the file"
@@ -360,14 +416,15 @@ def load(path, device=None):
         device = manifest.get("device", "cpu")
         if torch.device(device).type == "cuda" and not torch.cuda.is_available():
             warnings.warn(f"{source} was saved on {device}; CUDA is not available here, "
-                          f"loading it on the CPU.", stacklevel=2)
+                          f"loading it on the CPU.", stacklevel=3)
             device = "cpu"
     device = torch.device(device)
     programs = {}
     for precision, entry in programs_meta.items():
         if precision not in ("float32", "float64"):
             raise _corrupted(source, f"unknown program precision {precision!r}")
-        strategy = get_strategy(entry["strategy"]) if ir.ensemble is not None else None
+        has_trees = bool(ir.graph.nodes_of("trees"))
+        strategy = get_strategy(entry["strategy"]) if has_trees else None
         module = lower_model(ir, strategy, precision)
         artifact = entry.get("artifact")
         if (artifact is None) != (backend_cls.artifact_name is None):
@@ -383,4 +440,4 @@ def load(path, device=None):
                                      f"({type(error).__name__}: {error})") from None
     if (options.precision or "float32") not in programs:
         raise _corrupted(source, "the default program is missing")
-    return make_container(ir, backend_cls, options, device, programs=programs)
+    return ir, backend_cls, options, device, programs

@@ -15,6 +15,7 @@ __all__ = [
     "CONTAINER",
     "MEMORY_BUDGET_BYTES",
     "SMALL_BATCH_ROWS",
+    "CPU_ROUTE",
     "KNOWN_KEYS",
 ]
 
@@ -51,6 +52,12 @@ the CPU route (compiled walk, ONNX-ML kernel or NumPy walk: same answers, less t
 instead of the Torch program; 0 turns it off. Default: every batch for the first two,
 the measured crossover for the NumPy walk (lowering/routing.py)."""
 
+CPU_ROUTE = "cpu_route"
+"""Woodstar's own key: which code runs calls on the torch backend's CPU: "auto" (the
+execution plan's choice), "program" (the Torch program), "numpy" (models without
+trees), or a tree runtime: "c-walk", "onnx-ml", "numpy-walk" (woodstar/plan.py). A
+route that cannot take the model is refused at convert time."""
+
 KNOWN_KEYS = (
     N_THREADS,
     BATCH_SIZE,
@@ -65,4 +72,5 @@ KNOWN_KEYS = (
     CONTAINER,
     MEMORY_BUDGET_BYTES,
     SMALL_BATCH_ROWS,
+    CPU_ROUTE,
 )

@@ -33,7 +33,7 @@ def test_json_report_follows_the_schema(capsys):
 
 
 def test_cpu_routes_say_why_the_compiled_walk_is_missing(capsys, monkeypatch):
-    from woodstar.lowering import c_walk
+    from woodstar.runtimes import c_walk
 
     monkeypatch.setattr(c_walk, "_state", {})
     monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from woodstar.exceptions import InvalidModelError
-from woodstar.ir import ColumnOps, Head, LinearModel, ModelIR
+from woodstar.ir import ColumnOps, Head, LinearModel, ModelIR, chain
 
 
 def _linear(**changes):
@@ -44,12 +44,12 @@ def test_model_ir_checks_feature_counts_and_final_functions():
     head = Head(estimator="Pipeline", task="classification", n_features=4, methods=("predict",),
                 classes=(np.array([0, 1, 2]),))
     with pytest.raises(InvalidModelError, match="the linear model reads 3 features but the estimator takes 4"):
-        ModelIR(head, linear=_linear()).validate()
+        chain(head, linear=_linear()).validate()
     step = ColumnOps("StandardScaler", 3, ("sub",), (np.zeros(3),), (True,))
     with pytest.raises(InvalidModelError, match="step StandardScaler reads 3 features"):
-        ModelIR(head, steps=(step,), linear=_linear(coef=np.ones((2, 4)))).validate()
+        chain(head, steps=(step,), linear=_linear(coef=np.ones((2, 4)))).validate()
     with pytest.raises(InvalidModelError, match="must be a transformer with steps"):
-        ModelIR(head).validate()
+        chain(head).validate()
 
 
 def test_column_ops_reference_rounds_after_each_operation():

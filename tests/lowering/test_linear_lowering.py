@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from woodstar.ir import ColumnOps, Head, LinearModel, ModelIR
+from woodstar.ir import ColumnOps, Head, LinearModel, ModelIR, chain
 from woodstar.ir.transforms import apply_post_transform
 from woodstar.lowering import lower_model
 from woodstar.lowering.column_ops import ColumnOpsModule
-from woodstar.lowering.numpy_linear import NumpyLinear, NumpySteps
+from woodstar.runtimes.numpy_linear import NumpyLinear, NumpySteps
 from woodstar.lowering.post_transforms import PostTransform
 
 N = 4
@@ -53,7 +53,7 @@ def test_linear_scores_follow_numpys_dtype_rules(coef_dtype, input_dtype, rng):
                          intercept=rng.normal(size=3).astype(coef_dtype), post_transform="softmax")
     head = Head(estimator="Test", task="classification", n_features=N,
                 methods=("predict", "predict_proba"), classes=(np.arange(3),))
-    model_ir = ModelIR(head, linear=linear).validate()
+    model_ir = chain(head, linear=linear).validate()
     X = rng.normal(size=(50, N)).astype(input_dtype)
     expected = linear.scores(X)
     raw_numpy, proba_numpy = NumpyLinear(model_ir, input_dtype)(X)

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from woodstar.backends.ranking import choose_backend
 from woodstar.lowering import routing
 from woodstar.lowering.registry import strategy_names
 
@@ -118,18 +119,18 @@ BACKEND_TABLE = {"backends": {"entries": [
 
 def test_auto_takes_the_first_installed_backend_of_the_nearest_entry():
     everything = lambda name: True  # noqa: E731
-    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=everything) == "tvm"
-    assert routing.choose_backend("AUTO", 3, table=BACKEND_TABLE, available=everything) == "torch.compile"
+    assert choose_backend("auto", 1, table=BACKEND_TABLE, available=everything) == "tvm"
+    assert choose_backend("AUTO", 3, table=BACKEND_TABLE, available=everything) == "torch.compile"
     no_tvm = lambda name: name != "tvm"  # noqa: E731
-    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=no_tvm) == "onnx"
+    assert choose_backend("auto", 1, table=BACKEND_TABLE, available=no_tvm) == "onnx"
     nothing = lambda name: False  # noqa: E731
-    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, available=nothing) == "torch"
+    assert choose_backend("auto", 1, table=BACKEND_TABLE, available=nothing) == "torch"
 
 
 def test_auto_without_evidence_is_torch():
-    assert routing.choose_backend("auto", 1, table=BACKEND_TABLE, device="cuda") == "torch"
-    assert routing.choose_backend("auto", 1, table={}) == "torch"
-    assert routing.choose_backend("onnx", 1, table=BACKEND_TABLE) == "onnx"  # a name is kept
+    assert choose_backend("auto", 1, table=BACKEND_TABLE, device="cuda") == "torch"
+    assert choose_backend("auto", 1, table={}) == "torch"
+    assert choose_backend("onnx", 1, table=BACKEND_TABLE) == "onnx"  # a name is kept
 
 
 def test_convert_auto_builds_the_chosen_backend(forest, monkeypatch, rng):
@@ -149,4 +150,4 @@ def test_shipped_table_ranks_backends():
     table = routing.load_table()
     entries = table["backends"]["entries"]
     assert entries and all(e["ranking"] and e["device"] == "cpu" for e in entries)
-    assert routing.choose_backend("auto", 1, table=table) in set(entries[0]["ranking"]) | {"torch"}
+    assert choose_backend("auto", 1, table=table) in set(entries[0]["ranking"]) | {"torch"}

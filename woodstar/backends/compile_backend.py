@@ -36,7 +36,7 @@ _CODE_BY_STRUCTURE = {}
 def _structure(module):
     """What a compiled graph depends on besides tensor values: the strategy, buffer
     shapes and dtypes, and the modules' plain attributes (depth, counts, flags)."""
-    parts = [type(module.core).__name__]
+    parts = [type(p).__name__ for p in module.parts]
     parts += [(name, tuple(b.shape), str(b.dtype)) for name, b in module.named_buffers()]
     for name, sub in module.named_modules():
         for key, value in sorted(vars(sub).items()):

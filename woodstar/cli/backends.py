@@ -131,7 +131,7 @@ def _backend_reports(cuda_available=False):
 
 def _cpu_route_reports():
     """The torch backend's CPU routes, in the order the container tries them."""
-    from ..lowering import c_walk, onnx_ml
+    from ..runtimes import c_walk, onnx_ml
 
     compiled = c_walk.available()
     return [

@@ -1,6 +1,6 @@
 """Frontends: read a fitted model into IR. Never import torch."""
 
-from . import sklearn_linear, sklearn_pipeline, sklearn_trees  # noqa: F401  (scikit-learn)
+from . import sklearn_compose, sklearn_linear, sklearn_pipeline, sklearn_trees  # noqa: F401  (scikit-learn)
 from . import catboost, lightgbm, xgboost  # noqa: F401  (import their libraries lazily)
 from .registry import find_frontend, register_frontend, supported_models
 

@@ -26,7 +26,7 @@ import tempfile
 import numpy as np
 
 from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR
+from ..ir import Head, ModelIR, chain
 from ..ir.builder import EnsembleBuilder
 from ..ir.tree_ensemble import LE
 from .registry import register_frontend
@@ -154,7 +154,7 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
     else:
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 _KINDS = {"CatBoostClassifier": "classifier", "CatBoostRegressor": "regressor",

@@ -40,7 +40,7 @@ one column per class for multi-class, 1-D otherwise).
 import numpy as np
 
 from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR
+from ..ir import Head, ModelIR, chain
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LE
 from .registry import register_frontend
@@ -237,7 +237,7 @@ def ir_from_dump(dump, estimator, kind, classes=None, feature_names=None):
         head = Head(estimator=estimator, task="ranking" if kind == "ranker" else "regression",
                     n_features=n_features, methods=("predict", "decision_function"),
                     feature_names=feature_names, library_versions=_versions())
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 def _feature_names(dump, fitted_names):

@@ -11,7 +11,7 @@ LogisticRegression). Only public fitted attributes are read: ``coef_``,
 import numpy as np
 
 from ..exceptions import MissingConverter, unsupported_message
-from ..ir import LinearModel, ModelIR
+from ..ir import LinearModel, ModelIR, chain
 from ._sklearn import check_fitted, sklearn_head
 from .registry import register_frontend
 
@@ -86,7 +86,7 @@ def _linear_classifier(model, options):
     head = sklearn_head(model, "classification", methods, classes=(classes,),
                         decision_rule="raw_gt_zero" if binary else "raw_argmax",
                         allows_inf=False)
-    return ModelIR(head, linear=linear).validate()
+    return chain(head, linear=linear).validate()
 
 
 @register_frontend("sklearn", *LINEAR_REGRESSORS)
@@ -99,4 +99,4 @@ def _linear_regressor(model, options):
     linear = LinearModel(coef=coef, intercept=intercept, vector_coef=coef.ndim == 1)
     head = sklearn_head(model, "regression", ("predict",), squeeze_output=coef.ndim == 1,
                         allows_inf=False)
-    return ModelIR(head, linear=linear).validate()
+    return chain(head, linear=linear).validate()

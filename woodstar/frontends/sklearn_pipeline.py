@@ -1,5 +1,5 @@
-"""scikit-learn scalers and SimpleImputer -> ColumnOps IR, and Pipelines of them before
-any final estimator.
+"""scikit-learn scalers and SimpleImputer -> ColumnOps IR (pipelines of them are
+composed in sklearn_compose.py).
 
 Their ``transform`` works in place on a copy of the input in its float dtype; the
 operations below are the ones scikit-learn's dense code path performs, in order, with
@@ -12,11 +12,10 @@ attributes are read (``mean_``, ``scale_``, ``min_``, ``center_``); SimpleImpute
 import numpy as np
 
 from ..exceptions import MissingConverter, unsupported_message
-from ..ir import ColumnOps, ModelIR
-from ._sklearn import check_fitted, sklearn_head
-from .registry import find_frontend, register_frontend
+from ..ir import ColumnOps
+from ._sklearn import check_fitted
 
-__all__ = ["SCALERS", "COLUMN_WISE", "column_wise_ops"]
+__all__ = ["SCALERS", "COLUMN_WISE", "column_wise_ops", "imputer_fill"]
 
 SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
 COLUMN_WISE = SCALERS + ("SimpleImputer",)  # the transformers a pipeline may hold
@@ -54,7 +53,7 @@ def column_wise_ops(model) -> ColumnOps:
         if model.with_scaling:
             ops.append(("div", model.scale_, False))
     elif name == "SimpleImputer":
-        ops.append(("fill_nan", _imputer_statistics(model), True))
+        ops.append(("fill_nan", imputer_fill(model)[0], True))
     else:
         raise MissingConverter(unsupported_message(name, "this transformer", name, COLUMN_WISE))
     return ColumnOps(name=name, n_features=n, ops=tuple(op for op, _, _ in ops),
@@ -62,71 +61,24 @@ def column_wise_ops(model) -> ColumnOps:
                      cast_operand=tuple(c for _, _, c in ops)).validate()
 
 
-def _imputer_statistics(model):
-    """The values SimpleImputer writes over NaN: ``statistics_`` in its fit dtype."""
+def imputer_fill(model):
+    """What SimpleImputer writes over NaN (``statistics_`` in its fit dtype, 0 where
+    unused) and which columns it keeps (it drops those never observed, unless
+    ``keep_empty_features``)."""
     def refuse(what, value, supported):
         raise MissingConverter(unsupported_message("SimpleImputer", what, value, supported))
 
     missing = model.missing_values
     if not (isinstance(missing, float) and np.isnan(missing)):
         refuse("missing_values", missing, "np.nan")
-    if model.add_indicator:
-        refuse("add_indicator", True, "False")
     statistics = np.asarray(model.statistics_)
     try:  # most_frequent keeps its statistics in an object array, of numbers here
         statistics = statistics.astype(np.float64)
     except (TypeError, ValueError):
         refuse("non-numeric statistics", statistics.tolist()[:5], "numeric features")
-    if np.isnan(statistics).any() and not model.keep_empty_features:
-        refuse("a feature without any observed value (scikit-learn drops it)",
-               [int(i) for i in np.flatnonzero(np.isnan(statistics))],
-               "keep_empty_features=True, or features with observed values")
+    keep = ~np.isnan(statistics) | bool(model.keep_empty_features)
+    statistics = np.where(np.isnan(statistics), 0.0, statistics)
     fill_dtype = np.dtype(getattr(model, "_fill_dtype", np.float64))
     if fill_dtype.kind == "f" and fill_dtype.itemsize == 4:
         statistics = statistics.astype(np.float32)
-    return statistics
-
-
-@register_frontend("sklearn", *COLUMN_WISE)
-def _column_wise(model, options):
-    step = column_wise_ops(model)
-    # The scalers take NaN (they ignore it when fitting), SimpleImputer replaces it;
-    # none takes infinity.
-    head = sklearn_head(model, "transform", ("transform",), allows_inf=False)
-    return ModelIR(head, steps=(step,)).validate()
-
-
-@register_frontend("sklearn", "Pipeline")
-def _pipeline(model, options):
-    estimators = [e for _, e in model.steps if e is not None and not (isinstance(e, str)
-                                                                    and e == "passthrough")]
-    if not estimators:
-        raise MissingConverter(unsupported_message(
-            "Pipeline", "a pipeline of only 'passthrough' steps", [n for n, _ in model.steps],
-            "pipelines that end in a supported estimator or scaler"))
-    *transformers, final = estimators
-    steps = []
-    for transformer in transformers:
-        if type(transformer).__name__ not in COLUMN_WISE:
-            raise MissingConverter(unsupported_message(
-                "Pipeline", "this step before the final estimator", type(transformer).__name__,
-                ", ".join(COLUMN_WISE)))
-        steps.append(column_wise_ops(transformer))
-    # NaN passes through the scalers; an imputer among the steps replaces it, so the
-    # final estimator never sees one.
-    imputes = any("fill_nan" in step.ops for step in steps)
-    final_ir = find_frontend(final)(final, options)
-    steps += final_ir.steps
-    first = estimators[0]
-    names = [type(e).__name__ for e in estimators]
-    head = final_ir.head.replace(
-        estimator=f"Pipeline({', '.join(names)})",
-        n_features=int(first.n_features_in_),
-        feature_names=(tuple(first.feature_names_in_) if hasattr(first, "feature_names_in_")
-                       else None),
-        # A row is refused where any step refuses it; scalers refuse infinity.
-        allows_inf=final_ir.head.allows_inf and not transformers,
-        allows_nan=final_ir.head.allows_nan or imputes,
-    )
-    return ModelIR(head, ensemble=final_ir.ensemble, linear=final_ir.linear,
-                   steps=tuple(steps)).validate()
+    return statistics, keep

@@ -10,7 +10,7 @@ supported versions are pinned by tests (``SUPPORTED_SKLEARN``).
 import numpy as np
 
 from ..exceptions import MissingConverter, unsupported_message
-from ..ir import ModelIR
+from ..ir import ModelIR, chain
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LE
 from ._sklearn import check_fitted as _check_fitted, sklearn_head as _head
@@ -79,7 +79,7 @@ def _forest_ir(model, trees, is_classifier):
             _add_sklearn_tree(builder, tree, tree.value[:, :, 0])
         ensemble = builder.build(n_features=n_features, n_outputs=width, aggregation="mean")
         head = _head(model, "regression", ("predict",), squeeze_output=width == 1, allows_inf=False)
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 @register_frontend("sklearn", "DecisionTreeClassifier", "ExtraTreeClassifier")
@@ -139,7 +139,7 @@ def _gradient_boosting(model, options):
     if name == "GradientBoostingRegressor":
         ensemble = builder.build(n_features=n_features, n_outputs=1, base_score=base)
         head = _head(model, "regression", ("predict",), allows_inf=False)
-        return ModelIR(head, ensemble).validate()
+        return chain(head, ensemble=ensemble).validate()
     if n_outputs == 1:
         transform, scale = "sigmoid_binary", (2.0 if model.loss == "exponential" else 1.0)
         rule = "raw_ge_zero"
@@ -149,7 +149,7 @@ def _gradient_boosting(model, options):
                              post_transform=transform, post_transform_scale=scale)
     head = _head(model, "classification", ("predict", "predict_proba", "decision_function"),
                  classes=_classes_tuple(model), decision_rule=rule, allows_inf=False)
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 # ---------------------------------------------------------- hist gradient boosting
@@ -237,12 +237,12 @@ def _hist_gradient_boosting(model, options):
             raise MissingConverter(unsupported_message(name, "link function", link, sorted(links)))
         ensemble = builder.build(post_transform=links[link], **common)
         head = _head(model, "regression", ("predict",), **categorical_fields)
-        return ModelIR(head, ensemble).validate()
+        return chain(head, ensemble=ensemble).validate()
     transform, rule = ("sigmoid_binary", "raw_gt_zero") if n_outputs == 1 else ("softmax", "argmax")
     ensemble = builder.build(post_transform=transform, **common)
     head = _head(model, "classification", ("predict", "predict_proba", "decision_function"),
                  classes=_classes_tuple(model), decision_rule=rule, **categorical_fields)
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 # ----------------------------------------------------------------- isolation forest
@@ -283,7 +283,7 @@ def _isolation_forest(model, options):
                              post_transform="isolation_forest", **fields)
     head = _head(model, "anomaly", ("predict", "decision_function", "score_samples"),
                  anomaly_offset=float(model.offset_))
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 def from_sklearn(model, options=None):

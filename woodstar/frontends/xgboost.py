@@ -36,7 +36,7 @@ import json
 import numpy as np
 
 from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR
+from ..ir import Head, ModelIR, chain
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LT
 from .registry import register_frontend
@@ -211,7 +211,7 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     else:
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)
-    return ModelIR(head, ensemble).validate()
+    return chain(head, ensemble=ensemble).validate()
 
 
 def _gblinear(model, n_features, n_outputs, base, has_range, owner):

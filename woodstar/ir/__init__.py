@@ -1,72 +1,130 @@
-"""Woodstar's intermediate representations: plain data, no torch."""
+"""Woodstar's intermediate representation: plain data, no torch.
+
+A converted model is a ``ModelIR``: the estimator's API (``head``), the columns it
+reads (``schema``) and the ``graph`` of ops that computes its results (see
+``graph.py``). Importing this package registers the built-in ops.
+"""
 
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from ..exceptions import InvalidModelError
+from .graph_builder import GraphBuilder
 from .column_ops import ColumnOps
+from .columns import Concat, Select
+from .encoders import OneHotEncode, OrdinalEncode
+from .graph import CATEGORY, FLOAT, INPUT, STRING, Graph, Node, Op, ValueType, op_kinds, register_op
 from .head import Head
 from .linear import LinearModel
+from .missing_indicator import MissingIndicator
+from .schema import InputColumn, InputSchema, SchemaBuilder
 from .tree_ensemble import LE, LT, TreeEnsemble
 
-__all__ = ["Head", "TreeEnsemble", "LinearModel", "ColumnOps", "ModelIR", "LE", "LT"]
+__all__ = ["Head", "TreeEnsemble", "LinearModel", "ColumnOps", "Select", "Concat",
+           "OneHotEncode", "OrdinalEncode", "MissingIndicator", "ModelIR", "Graph", "Node",
+           "Op", "ValueType", "GraphBuilder", "InputSchema", "InputColumn", "SchemaBuilder",
+           "register_op", "op_kinds", "chain", "LE", "LT", "FLOAT", "CATEGORY", "STRING", "INPUT"]
+
+FINAL_KINDS = ("trees", "linear")  # ops that give a model its scores
 
 
 @dataclass(frozen=True, eq=False)
 class ModelIR:
-    """What a frontend returns: the estimator API (``head``) around a chain of
-    column-wise ``steps`` (a pipeline's scalers, possibly none) feeding one final
-    function, the ``ensemble`` or the ``linear`` model. A bare transformer has steps
-    and no final function."""
+    """What a frontend returns: ``head`` (the estimator's methods), ``schema`` (the
+    input columns) and ``graph``."""
 
     head: Head
-    ensemble: Optional[TreeEnsemble] = None
-    linear: Optional[LinearModel] = None
-    steps: Tuple[ColumnOps, ...] = ()
+    graph: Graph
+    schema: Optional[InputSchema] = None
 
     def __post_init__(self):
-        object.__setattr__(self, "steps", tuple(self.steps))
+        if self.schema is None:
+            names = self.head.feature_names or tuple(str(i) for i in range(self.head.n_features))
+            object.__setattr__(self, "schema", InputSchema.numeric(names))
+
+    # ------------------------------------------------------------- views of the graph
+    def _only(self, kind):
+        nodes = self.graph.nodes_of(kind)
+        return nodes[0].op if len(nodes) == 1 else None
+
+    @property
+    def ensemble(self) -> Optional[TreeEnsemble]:
+        """The tree ensemble, where the graph holds exactly one."""
+        return self._only("trees")
+
+    @property
+    def linear(self) -> Optional[LinearModel]:
+        """The linear model, where the graph holds exactly one."""
+        return self._only("linear")
 
     @property
     def final(self):
-        """The final function: a TreeEnsemble, a LinearModel, or None (a transformer)."""
-        return self.ensemble if self.ensemble is not None else self.linear
+        """The op that writes the raw scores (None for a transformer)."""
+        for node in self.graph.nodes:
+            if self.graph.raw in node.outputs:
+                return node.op if node.kind in FINAL_KINDS else None
+        return None
+
+    @property
+    def steps(self) -> Tuple[ColumnOps, ...]:
+        """The column-wise ops, in order (every one, wherever it sits)."""
+        return tuple(n.op for n in self.graph.nodes_of("column_ops"))
+
+    @property
+    def is_tree_chain(self) -> bool:
+        """Input -> column-wise steps (maybe none) -> one tree ensemble, nothing else:
+        the shape the tree runtimes take whole."""
+        kinds = [n.kind for n in self.graph.nodes]
+        return kinds.count("trees") == 1 and kinds[-1] == "trees" \
+            and set(kinds[:-1]) <= {"column_ops"} and not self.schema.string_columns
 
     @property
     def follows_input_dtype(self) -> bool:
         """Whether the source computes in the input's float dtype (scalers keep float32
         as float32; linear models multiply in the input's dtype), rather than rounding
         every input to one precision as the tree libraries do."""
-        return bool(self.steps) or self.linear is not None
+        first = self.graph.consumers("input")
+        return not (len(first) == 1 and first[0].kind == "trees")
 
     @property
     def input_precision(self) -> str:
         """The precision the source reads its input in, first thing: the trees' own
-        when they come first, else float64 (scalers and linear models keep float64 as
-        is; float32 input is float32 to every route)."""
-        if self.ensemble is not None and not self.steps:
-            return self.ensemble.input_precision
+        when they read the input, else float64."""
+        first = self.graph.consumers("input")
+        if len(first) == 1 and first[0].kind == "trees":
+            return first[0].op.input_precision
         return "float64"
 
     def validate(self) -> "ModelIR":
-        from ..exceptions import InvalidModelError
-
         def fail(message):
             raise InvalidModelError(f"{self.head.estimator}: {message}")
 
         self.head.validate()
-        if self.ensemble is not None and self.linear is not None:
-            fail("a model has one final function, not both trees and a linear model")
-        if self.final is None and (not self.steps or self.head.task != "transform"):
-            fail("a model without a final function must be a transformer with steps")
-        for step in self.steps:
-            step.validate()
-            if step.n_features != self.head.n_features:
-                fail(f"step {step.name} reads {step.n_features} features but the estimator "
-                     f"takes {self.head.n_features}")
-        if self.final is not None:
-            self.final.validate()
-            if self.final.n_features != self.head.n_features:
-                what = "the trees read" if self.ensemble is not None else "the linear model reads"
-                fail(f"{what} {self.final.n_features} features "
-                     f"but the estimator takes {self.head.n_features}")
+        self.schema.validate()
+        if len(self.schema.columns) != self.head.n_features:
+            fail(f"the schema has {len(self.schema.columns)} columns but the estimator "
+                 f"takes {self.head.n_features}")
+        if self.graph.input_type != self.schema.value_type:
+            fail(f"the graph reads {self.graph.input_type} but the schema gives "
+                 f"{self.schema.value_type}")
+        self.graph.validate(self.head.estimator)
+        if self.final is None and self.head.task != "transform":
+            fail("only a transformer may end without trees or a linear model")
         return self
+
+
+def chain(head: Head, steps=(), ensemble=None, linear=None, schema=None) -> ModelIR:
+    """A model that is a chain: column-wise ``steps``, then the trees or the linear
+    model (or neither: a transformer)."""
+    width = head.n_features
+    kinds = schema.value_type.kinds if schema is not None else (FLOAT,) * width
+    builder = GraphBuilder(ValueType(kinds))
+    value = INPUT
+    for step in steps:
+        (value,) = builder.add(step, [value], name=step.name)
+    final = ensemble if ensemble is not None else linear
+    if final is not None:
+        raw, transformed = builder.add(final, [value], name=final.kind)
+    else:
+        raw = transformed = value
+    return ModelIR(head=head, graph=builder.build(raw, transformed), schema=schema)

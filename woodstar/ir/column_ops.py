@@ -18,17 +18,22 @@ from typing import Tuple
 import numpy as np
 
 from ..exceptions import InvalidModelError
+from .graph import Op, register_op
 
 __all__ = ["ColumnOps", "COLUMN_OPS", "NUMPY_OPS"]
 
 COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum", "fill_nan")
 
 
+@register_op
 @dataclass(frozen=True, eq=False)
-class ColumnOps:
+class ColumnOps(Op):
     """``x -> op_k(... op_1(x))`` per column. ``operands[i]`` is a (n_features,) array
     in the source's dtype; ``cast_operand[i]`` says whether the source rounds it to the
-    working dtype before the operation."""
+    working dtype before the operation. As a graph op (kind ``column_ops``): one
+    numeric value in, one of the same width and dtype out."""
+
+    kind = "column_ops"
 
     name: str  # the source transformer's class, for messages
     n_features: int
@@ -66,6 +71,29 @@ class ColumnOps:
             X = NUMPY_OPS[op](X.astype(np.float64), operand.astype(np.float64)).astype(working)
         return X
 
+    # ---------------------------------------------------------------- graph op
+    def output_types(self, input_types):
+        (value,) = input_types
+        self.expect_width(value, self.n_features)
+        if set(self.ops) != {"fill_nan"}:  # an imputer alone may fill string codes
+            self.expect_numeric(value)
+        return [value]
+
+    def reference(self, inputs):
+        return [self.apply(inputs[0])]
+
+    def to_saved(self):
+        return ({"name": self.name, "n_features": self.n_features, "ops": list(self.ops),
+                 "cast_operand": list(self.cast_operand)},
+                {f"operand_{i}": operand for i, operand in enumerate(self.operands)})
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(name=str(meta["name"]), n_features=int(meta["n_features"]),
+                   ops=tuple(str(op) for op in meta["ops"]),
+                   operands=tuple(arrays[f"operand_{i}"] for i in range(len(meta["ops"]))),
+                   cast_operand=tuple(bool(c) for c in meta["cast_operand"]))
+
 
 def _fill_nan(values, operand, out=None):
     """A missing value takes the column's operand (SimpleImputer's statistic); called
@@ -77,6 +105,7 @@ def _fill_nan(values, operand, out=None):
 
 
 # Each op as a NumPy callable ``(values, operand, out=None)``: the reference below, and
-# the torch backend's NumPy route in place (lowering/numpy_linear.py).
+# the torch backend's NumPy route in place (runtimes/numpy_linear.py).
 NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
              "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
+

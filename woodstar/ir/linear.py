@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import InvalidModelError
+from .graph import Op, ValueType, register_op
+from .transforms import apply_post_transform, transformed_width
 
 __all__ = ["LinearModel", "LINEAR_POST_TRANSFORMS"]
 
@@ -19,13 +21,19 @@ __all__ = ["LinearModel", "LINEAR_POST_TRANSFORMS"]
 LINEAR_POST_TRANSFORMS = ("identity", "sigmoid_binary", "softmax", "sigmoid_ovr")
 
 
+@register_op
 @dataclass(frozen=True, eq=False)
-class LinearModel:
+class LinearModel(Op):
     """``coef`` (n_outputs, n_features) and ``intercept`` (n_outputs,), float32 or float64.
 
     ``vector_coef``: the source holds one output's coefficients as a 1-D vector (a
     matrix-vector product rather than a matrix product: the NumPy route repeats the
-    source's own call, so the BLAS routine and its summation order are the same)."""
+    source's own call, so the BLAS routine and its summation order are the same).
+
+    As a graph op (kind ``linear``): one numeric value in, the scores and their
+    post-transform out, in ``compute_dtype`` of the input."""
+
+    kind = "linear"
 
     coef: np.ndarray
     intercept: np.ndarray
@@ -77,3 +85,28 @@ class LinearModel:
         if self.vector_coef:
             return (X @ self.coef[0] + self.intercept).reshape(-1, 1)
         return X @ self.coef.T + self.intercept
+
+    # ---------------------------------------------------------------- graph op
+    def output_types(self, input_types):
+        (value,) = input_types
+        self.expect_width(value, self.n_features)
+        self.expect_numeric(value)
+        return [ValueType.floats(self.n_outputs),
+                ValueType.floats(transformed_width(self.post_transform, self.n_outputs))]
+
+    def output_dtypes(self, input_dtypes):
+        dtype = np.result_type(self.compute_dtype(input_dtypes[0]), self.intercept.dtype)
+        return [dtype, dtype]
+
+    def reference(self, inputs):
+        raw = self.scores(inputs[0])
+        return [raw, apply_post_transform(self.post_transform, raw)]
+
+    def to_saved(self):
+        return ({"post_transform": self.post_transform, "vector_coef": self.vector_coef},
+                {"coef": self.coef, "intercept": self.intercept})
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(coef=arrays["coef"], intercept=arrays["intercept"],
+                   post_transform=str(meta["post_transform"]), vector_coef=bool(meta["vector_coef"]))

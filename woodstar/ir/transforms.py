@@ -2,14 +2,27 @@
 
 import numpy as np
 
-__all__ = ["apply_post_transform"]
+__all__ = ["apply_post_transform", "transformed_width"]
 
 
-def _sigmoid(z):
+def _own_sigmoid(z):
     # exp of a non-positive number never overflows: 1 / (1 + e) for z >= 0, else
     # e / (1 + e), with e = exp(-|z|); one division for both halves.
     e = np.exp(-np.abs(z))
     return np.where(z >= 0, 1.0, e) / (1.0 + e)
+
+
+def _scipy_expit():
+    try:
+        from scipy.special import expit
+    except ImportError:  # scipy comes with scikit-learn; without it, the formula above
+        return _own_sigmoid
+    return expit
+
+
+# scikit-learn computes its sigmoids with scipy's expit (linear models, GradientBoosting,
+# HistGradientBoosting); calling the same function gives its answer to the bit.
+_sigmoid = _scipy_expit()
 
 
 def _binary(p):
@@ -57,3 +70,15 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     if name == "isolation_forest":
         return -np.exp2(-z)
     raise ValueError(f"unknown post_transform {name!r}")
+
+
+_TWO_COLUMNS = ("sigmoid_binary", "identity_binary", "step_binary")
+
+
+def transformed_width(name: str, n_outputs: int) -> int:
+    """Columns of ``apply_post_transform(name, raw)`` for ``n_outputs`` raw columns."""
+    if name in _TWO_COLUMNS:
+        return 2
+    if name == "argmax":
+        return 1
+    return n_outputs

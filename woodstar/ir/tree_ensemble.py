@@ -48,6 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import InvalidModelError
+from .graph import CATEGORY, FLOAT, Op, ValueType, register_op
+from .transforms import transformed_width
 
 __all__ = [
     "TreeEnsemble", "LE", "LT", "AGGREGATIONS", "POST_TRANSFORMS", "PRECISIONS", "CATEGORICAL_RULES",
@@ -99,9 +101,14 @@ _ARRAY_DTYPES = {
 _NO_RANGE = (np.nan, np.nan)
 
 
+@register_op
 @dataclass(frozen=True, eq=False)
-class TreeEnsemble:
-    """A fitted tree ensemble as plain arrays (see the module docstring)."""
+class TreeEnsemble(Op):
+    """A fitted tree ensemble as plain arrays (see the module docstring). As a graph
+    op (kind ``trees``) it reads one value of ``n_features`` numeric columns and writes
+    the raw scores and the transformed ones, both float64."""
+
+    kind = "trees"
 
     n_features: int
     n_outputs: int
@@ -353,3 +360,39 @@ class TreeEnsemble:
             fail(0, "the root has a parent")
         for n in np.flatnonzero(parents[1:] != 1) + 1:
             fail(n, f"node has {parents[n]} parents, expected 1")
+
+
+    # ---------------------------------------------------------------- graph op
+    def output_types(self, input_types):
+        (value,) = input_types
+        self.expect_width(value, self.n_features)
+        self.expect_numeric(value)
+        return [ValueType.floats(self.n_outputs),
+                ValueType.floats(transformed_width(self.post_transform, self.n_outputs))]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float64)] * 2
+
+    def reference(self, inputs):
+        from .reference import predict
+
+        return list(predict(self, inputs[0]))
+
+    def to_saved(self):
+        meta, arrays = {}, {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name in _ARRAY_DTYPES:
+                arrays[field.name] = value
+            else:
+                meta[field.name] = value.item() if isinstance(value, np.generic) else value
+        return meta, arrays
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        if set(arrays) != set(_ARRAY_DTYPES):
+            raise InvalidModelError(f"tree arrays {sorted(arrays)} are not the expected ones")
+        for field, array in arrays.items():
+            if array.dtype != np.dtype(_ARRAY_DTYPES[field]):
+                raise InvalidModelError(f"tree array {field} has dtype {array.dtype}")
+        return cls(**meta, **arrays)

@@ -13,10 +13,9 @@ Lookup: the entry with the nearest thread count, then the nearest measured batch
 no table, or no entry for the device, the depth rule of Hummingbird is the fallback.
 A user's explicit ``tree_implementation`` always wins.
 
-``backend="auto"``: the table also ranks the backends (``backends``: each backend's
-routed route timed on the same models, per thread count and batch); ``choose_backend``
-takes the first installed one in the entry nearest the call's threads at 10k rows.
-Every backend reads the torch strategy entries when it has none of its own.
+The table also ranks the backends for ``backend="auto"`` (read by
+``woodstar.backends.ranking``). Every backend reads the torch strategy entries when it
+has none of its own.
 """
 
 import functools
@@ -31,7 +30,7 @@ from ..exceptions import MissingConverter
 from ..ir.tree_ensemble import TreeEnsemble
 from .registry import get_strategy, strategy_names
 
-__all__ = ["choose_strategy", "load_table", "lookup", "choose_backend", "small_batch_rows",
+__all__ = ["choose_strategy", "load_table", "lookup", "small_batch_rows",
            "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH", "SMALL_BATCH_STEPS"]
 
 TABLE_PATH = Path(__file__).with_name("routing_table.json")
@@ -123,37 +122,6 @@ def choose_strategy(ens: TreeEnsemble, requested, dtype: str, budget_bytes: int,
         if strategy.refusal(ens, dtype, budget_bytes) is None:
             return strategy
     return get_strategy("tree_trav", owner)
-
-
-def choose_backend(requested: str, n_threads=None, device="cpu", table=None, available=None) -> str:
-    """The backend for ``backend="auto"`` (any other name is returned as given).
-
-    The table's ``backends`` ranking (written by the benchmark report from each
-    backend's routed route on the same models) for the nearest thread count at the
-    default batch; the first installed backend in it wins. No evidence for the device
-    (e.g. CUDA), or nothing installed from the ranking: "torch". ``available`` (a
-    name -> bool callable) is for tests; by default the backends' own probes."""
-    if not (isinstance(requested, str) and requested.lower() == "auto"):
-        return requested
-    if table is None:
-        table = load_table()
-    entries = [e for e in ((table or {}).get("backends") or {}).get("entries", [])
-               if e.get("device") == device]
-    if not entries:
-        return "torch"
-    if n_threads is None:
-        import torch
-
-        n_threads = torch.get_num_threads()
-    threads = min({e["threads"] for e in entries}, key=lambda t: (abs(t - n_threads), t))
-    entries = [e for e in entries if e["threads"] == threads]
-    entry = min(entries, key=lambda e: (abs(math.log(e["batch"]) - math.log(DEFAULT_ROWS)), e["batch"]))
-    if available is None:
-        from ..backends import all_backends
-
-        backends = all_backends()
-        available = lambda name: name in backends and backends[name].is_available()[0]  # noqa: E731
-    return next((name for name in entry["ranking"] if available(name)), "torch")
 
 
 def small_batch_rows(ens: TreeEnsemble, route: str = "numpy") -> int:

@@ -14,9 +14,9 @@ import numpy as np
 
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
-from .trees._common import missing_range_bounds, node_input_columns, node_thresholds
-from .trees._fast import spread_leaf_table
-from .trees._layout import sibling_adjacent_layout
+from ..lowering.trees._common import missing_range_bounds, node_input_columns, node_thresholds
+from ..lowering.trees._fast import spread_leaf_table
+from ..lowering.trees._layout import sibling_adjacent_layout
 
 __all__ = ["NumpyTreeWalk"]
 

@@ -10,7 +10,7 @@ pytest.importorskip("onnx")
 
 from woodstar.ir.builder import EnsembleBuilder  # noqa: E402
 from woodstar.ir.reference import predict  # noqa: E402
-from woodstar.lowering.onnx_ml import (OnnxMlTrees, leaf_index_model,  # noqa: E402
+from woodstar.runtimes.onnx_ml import (OnnxMlTrees, leaf_index_model,  # noqa: E402
                                        tree_ensemble_model, walks_each_tree_once)
 
 from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble  # noqa: E402
@@ -41,8 +41,8 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn import ensemble as sk_ensemble  # noqa: E402
 
 import woodstar  # noqa: E402
-from woodstar.lowering import c_walk  # noqa: E402
-from woodstar.lowering import onnx_ml as onnx_ml_module  # noqa: E402
+from woodstar.runtimes import c_walk  # noqa: E402
+from woodstar.runtimes import onnx_ml as onnx_ml_module  # noqa: E402
 
 
 @pytest.fixture

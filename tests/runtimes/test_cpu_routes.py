@@ -8,8 +8,8 @@ import pytest
 
 from woodstar.exceptions import ConstantError
 from woodstar.ir.reference import predict
-from woodstar.lowering import c_walk, onnx_ml
-from woodstar.lowering.numpy_walk import NumpyTreeWalk
+from woodstar.runtimes import c_walk, onnx_ml
+from woodstar.runtimes.numpy_walk import NumpyTreeWalk
 from woodstar.lowering.routing import small_batch_rows
 
 from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble
@@ -21,13 +21,13 @@ NUMERICAL_CASES = sorted(c for c in CASES if "categorical" not in CASES[c])
 
 def _onnx_ml_route():
     pytest.importorskip("onnxruntime")
-    from woodstar.lowering.onnx_ml import OnnxMlTrees
+    from woodstar.runtimes.onnx_ml import OnnxMlTrees
 
     return OnnxMlTrees
 
 
 def _c_walk_route():
-    from woodstar.lowering import c_walk
+    from woodstar.runtimes import c_walk
 
     if not c_walk.available():
         pytest.skip(c_walk.unavailable_reason())

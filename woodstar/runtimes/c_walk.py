@@ -28,8 +28,8 @@ import numpy as np
 
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
-from .trees._common import missing_range_bounds, node_thresholds
-from .trees._layout import sibling_adjacent_layout
+from ..lowering.trees._common import missing_range_bounds, node_thresholds
+from ..lowering.trees._layout import sibling_adjacent_layout
 
 __all__ = ["CTreeWalk", "available", "unavailable_reason"]
 

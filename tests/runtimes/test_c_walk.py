@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from woodstar.ir.reference import predict
-from woodstar.lowering import c_walk
+from woodstar.runtimes import c_walk
 
 from .test_strategies import inputs, random_ensemble
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
 from ._row_blocks import RowBlocks
-from .trees._common import node_thresholds
+from ..lowering.trees._common import node_thresholds
 
 __all__ = ["OnnxMlTrees", "tree_ensemble_model", "leaf_index_model", "available",
            "walks_each_tree_once"]

@@ -84,7 +84,7 @@ def _category_column(series, column, estimator):
     return np.where(codes < 0, np.nan, codes).astype(np.float64)
 
 
-def _check_allowed(numbers, column, estimator):
+def _check_allowed(numbers, column, estimator, values):
     if column.allowed is None and column.allowed_missing:
         return
     missing = np.isnan(numbers)
@@ -96,21 +96,12 @@ def _check_allowed(numbers, column, estimator):
         raise ValueError(f"{column.check_owner or estimator}: column {column.name!r} has "
                          f"missing values in transform but had none in fit.")
     if unknown.any():
-        found = numbers[unknown]
-        if column.kind == STRING:
-            shown = sorted({_string_value(v, column) for v in found}, key=str)
-        else:
-            shown = sorted(set(found.tolist()), key=str)
+        found = np.asarray(values, dtype=object)[unknown] if column.kind == STRING \
+            else numbers[unknown]
+        shown = sorted({v if isinstance(v, str) else None if v is None else float(v)
+                        for v in found.tolist()}, key=str)
         raise ValueError(f"{column.check_owner or estimator}: found unknown categories "
                          f"{shown[:10]} in column {column.name!r} during transform.")
-
-
-def _string_value(code, column):
-    if np.isnan(code):
-        return np.nan
-    if code == NONE_CODE:
-        return None
-    return "<a value not seen in fit>" if code == UNKNOWN_CODE else column.vocabulary[int(code)]
 
 
 def encode_columns(X, head, schema, original=None) -> np.ndarray:
@@ -132,13 +123,14 @@ def encode_columns(X, head, schema, original=None) -> np.ndarray:
     out = np.empty((len(columns[0]) if columns else 0, len(columns)), dtype=np.float64)
     for i, (values, column) in enumerate(zip(columns, schema.columns)):
         if column.kind == STRING:
-            numbers = _string_column(_plain(values), column, estimator)
+            values = _plain(values)
+            numbers = _string_column(values, column, estimator)
         elif column.kind == CATEGORY and column.category_values is not None \
                 and hasattr(values, "cat"):
             numbers = _category_column(values, column, estimator)
         else:
             numbers = _numbers(_plain(values), column, estimator)
-        _check_allowed(numbers, column, estimator)
+        _check_allowed(numbers, column, estimator, values)
         out[:, i] = numbers
     return out
 

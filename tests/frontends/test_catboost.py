@@ -137,9 +137,26 @@ def test_categorical_features_are_refused(rng):
     frame = pd.DataFrame({"a": rng.normal(size=100), "c": rng.choice(["x", "y"], 100)})
     model = cb.CatBoostRegressor(iterations=2, depth=2, verbose=0, allow_writing_files=False)
     model.fit(frame, rng.normal(size=100), cat_features=["c"])
+    assert _export_json(model)["ctr_data"]  # the statistics are exported, hash-keyed
     with pytest.raises(MissingConverter, match=r"Cannot convert CatBoostRegressor: categorical "
-                                                r"features is not supported \(got '1 feature\(s\)'\)"):
+                                                r"features is not supported \(got '1 feature\(s\)'\); "
+                                                r"supported: numerical features only \(CatBoost "
+                                                r"predicts from its categorical statistics "
+                                                r"\(CTRs\); .* own hashes of the category strings"):
         from_catboost(model)
+
+
+@pytest.mark.parametrize("what, reason", [
+    ("text_features", r"CatBoost's text processing"),
+    ("embedding_features", r"CatBoost's embedding estimators"),
+], ids=["text", "embedding"])
+def test_text_and_embedding_features_are_refused_with_the_reason(what, reason, rng):
+    model_json = _export_json(_fit("RMSE", rng))
+    model_json["features_info"][what] = [{"feature_index": 0}]
+    with pytest.raises(MissingConverter, match=rf"{what.replace('_', ' ')} is not supported "
+                                                rf"\(got '1 feature\(s\)'\); supported: "
+                                                rf"numerical features only \({reason}"):
+        ir_from_json(model_json, "CatBoostRegressor", "regressor")
 
 
 def test_unsupported_loss_is_named(rng):

@@ -219,6 +219,79 @@ def test_pandas_categorical_columns(backend, rng):
     check(converted, test, _expected(model, test), "float64", what="pandas categorical")
 
 
+def _category_model(pd, rng, categories, n=400):
+    """A classifier fitted on a DataFrame whose column "f0" is a pandas category column
+    with ``categories`` (NaN included), and that DataFrame."""
+    X, signal = _train_data(rng, n, categorical=True)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
+    codes = np.nan_to_num(X[:, CAT], nan=0).astype(int) % len(categories)
+    picked = np.asarray(categories, dtype=object)[codes]
+    frame["f0"] = pd.Categorical(np.where(np.isnan(X[:, CAT]), None, picked), categories=categories)
+    model = lgb.LGBMClassifier(n_estimators=6, num_leaves=7, min_child_samples=5, verbose=-1,
+                               min_data_per_group=5, cat_smooth=1.0, max_cat_to_onehot=2,
+                               n_jobs=1)
+    return model.fit(frame, np.isin(codes, [1, 2]) + 0.3 * signal > 0.5), frame
+
+
+def _category_frame(pd, converted, rng, columns, categories, n_missing=1):
+    """Fresh rows with "f0" drawn from ``categories`` (in that order as the pandas
+    categories) and missing values."""
+    test = pd.DataFrame(_inputs(converted.ir, rng, "float64", categorical=False), columns=columns)
+    picked = rng.choice(len(categories) + n_missing, len(test))
+    values = np.asarray(categories, dtype=object)[np.minimum(picked, len(categories) - 1)]
+    test["f0"] = pd.Categorical(np.where(picked >= len(categories), None, values),
+                                categories=categories)
+    return test
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("backend", ["torch", "torch.jit"])
+def test_array_input_is_read_as_codes(backend, rng):
+    """A model fitted on categories that are not 0..k-1: LightGBM reads a NumPy array as
+    category codes, not values, and so does the converted model."""
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, [1, 2, 3, 7, 12, 40])
+    converted = woodstar.convert(model, backend)
+    X = _inputs(converted.ir, rng, "float64")  # codes 0..9, negative, fractions, NaN, inf
+    assert np.isin(X[:, CAT], [7.0, 3.0]).any()  # codes whose values are categories too
+    check(converted, X, _expected(model, X), "float64", what="codes")
+
+
+@pytest.mark.parametrize("backend", ["torch", "torch.jit"])
+@pytest.mark.parametrize("categories", [[1, 2, 3, 7, 12, 40], ["b", "a", "zz", "c", "q", ""]],
+                         ids=["integers", "strings"])
+def test_dataframe_categories_are_recoded_by_value(categories, backend, rng):
+    """A DataFrame is re-coded to the training categories by value: categories in
+    another order, values never seen in training and missing values."""
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, categories)
+    converted = woodstar.convert(model, backend)
+    column = converted.ir.schema.columns[CAT]
+    assert column.kind == "category" and column.category_values == tuple(categories)
+    same = _category_frame(pd, converted, rng, frame.columns, categories)
+    check(converted, same, _expected(model, same), "float64", what="training categories")
+    unseen = ["new", "zzz"] if isinstance(categories[0], str) else [5, 100]
+    other = list(categories[::-1])[:4] + unseen  # reordered, some missing, some unseen
+    test = _category_frame(pd, converted, rng, frame.columns, other, n_missing=2)
+    check(converted, test, _expected(model, test), "float64", what="other categories")
+    reordered = test[frame.columns[::-1]]  # woodstar matches columns by name
+    check(converted, reordered, _expected(model, test), "float64", what="reordered columns")
+
+
+def test_string_categories_booster_from_model_file(backend, rng):
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, ["x", "y", "z", "w"])
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.txt")
+        model.booster_.save_model(path)
+        booster = lgb.Booster(model_file=path)
+    converted = woodstar.convert(booster, backend)
+    test = _category_frame(pd, converted, rng, frame.columns, ["w", "y", "v"])
+    check(converted, test, {"predict": booster.predict(test),
+                            "decision_function": booster.predict(test, raw_score=True)},
+          "float64", what="Booster")
+
+
 # --------------------------------------------------------------------- errors
 def test_unsupported_objective_is_named(rng):
     model, _ = _fit("regression", rng)
@@ -241,9 +314,10 @@ def test_unsupported_objective_is_named(rng):
     (lambda d: d.update(pandas_categorical=[[1, 2], [3, 4]]),
      r"a mix of pandas category columns and other categorical features is not supported "
      r"\(got '2 pandas category column\(s\) for 1 categorical feature\(s\)'\)"),
-    (lambda d: d.update(pandas_categorical=[["a", "b"]]),
-     r"pandas categorical feature 0 with categories is not supported \(got \['a', 'b'\]\)"),
-], ids=["no-trees", "decision_type", "missing_type", "category-mix", "string-categories"])
+    (lambda d: d.update(pandas_categorical=[["a", None]]),
+     r"pandas categorical feature 0 with categories is not supported \(got \['a', None\]\); "
+     r"supported: categories that are strings or numbers"),
+], ids=["no-trees", "decision_type", "missing_type", "category-mix", "odd-categories"])
 def test_dump_errors_are_named(edit, message, rng):
     from woodstar.frontends.lightgbm import ir_from_dump
 

@@ -223,6 +223,84 @@ def test_pandas_with_feature_names_and_categories(backend, rng):
     check(converted, test, _expected(model, test), "float32", tol=TOL, what="pandas")
 
 
+def _category_model(pd, rng, categories, n=400):
+    """A classifier fitted on a DataFrame whose column "f0" is a pandas category column
+    with ``categories`` (NaN included), and that DataFrame."""
+    X, signal = _train_data(rng, n, categorical=True)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
+    codes = np.nan_to_num(X[:, CAT], nan=0).astype(int) % len(categories)
+    picked = np.asarray(categories, dtype=object)[codes]
+    frame["f0"] = pd.Categorical(np.where(np.isnan(X[:, CAT]), None, picked), categories=categories)
+    model = xgb.XGBClassifier(n_estimators=6, max_depth=3, enable_categorical=True,
+                              tree_method="hist", max_cat_to_onehot=3, n_jobs=1)
+    return model.fit(frame, np.isin(codes, [1, 2]) + 0.3 * signal > 0.5), frame
+
+
+def _category_frame(pd, converted, rng, columns, categories, n_missing=1):
+    """Fresh rows with "f0" drawn from ``categories`` (in that order as the pandas
+    categories) and missing values."""
+    test = pd.DataFrame(_inputs(converted.ir, rng, categorical=False), columns=columns)
+    picked = rng.choice(len(categories) + n_missing, len(test))
+    values = np.asarray(categories, dtype=object)[np.minimum(picked, len(categories) - 1)]
+    test["f0"] = pd.Categorical(np.where(picked >= len(categories), None, values),
+                                categories=categories)
+    return test
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("backend", ["torch", "torch.jit"])
+def test_array_input_is_read_as_codes(backend, rng):
+    """A model fitted on categories that are not 0..k-1: XGBoost reads a NumPy array as
+    category codes, not values, and so does the converted model."""
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, [1, 2, 3, 7, 12, 40])
+    converted = woodstar.convert(model, backend)
+    X = _inputs(converted.ir, rng)  # codes 0..9, negative, fractions, NaN, inf
+    assert np.isin(X[:, CAT], [7.0, 3.0]).any()  # codes whose values are categories too
+    check(converted, X, _expected(model, X), "float32", tol=TOL, what="codes")
+
+
+@pytest.mark.parametrize("backend", ["torch", "torch.jit"])
+@pytest.mark.parametrize("categories", [[1, 2, 3, 7, 12, 40], ["b", "a", "zz", "c", "q", ""]],
+                         ids=["integers", "strings"])
+def test_dataframe_categories_are_recoded_by_value(categories, backend, rng):
+    """A DataFrame is re-coded to the training categories by value: categories in
+    another order or a subset of them, missing values, columns in another order."""
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, categories)
+    converted = woodstar.convert(model, backend)
+    column = converted.ir.schema.columns[CAT]
+    assert column.kind == "category" and column.category_values == tuple(categories)
+    same = _category_frame(pd, converted, rng, frame.columns, categories)
+    check(converted, same, _expected(model, same), "float32", tol=TOL, what="training categories")
+    test = _category_frame(pd, converted, rng, frame.columns, categories[::-1][:4], n_missing=2)
+    check(converted, test, _expected(model, test), "float32", tol=TOL, what="other order")
+    reordered = test[frame.columns[::-1]]  # XGBoost refuses it; woodstar matches by name
+    check(converted, reordered, _expected(model, test), "float32", tol=TOL,
+          what="reordered columns")
+    booster = model.get_booster()
+    raw = woodstar.convert(booster, backend)
+    test = test.replace([np.inf, -np.inf], np.nan)  # a DMatrix refuses infinities
+    check(raw, test, {"predict": booster.predict(xgb.DMatrix(test, enable_categorical=True))},
+          "float32", tol=TOL, what="Booster")
+
+
+@pytest.mark.xfail(strict=True, reason="the input edge reads a category outside the training "
+                                       "ones as missing; XGBoost refuses it")
+@pytest.mark.parametrize("categories", [[1, 2, 3, 7], ["b", "a", "zz", "c"]],
+                         ids=["integers", "strings"])
+def test_unseen_category_is_refused_as_xgboost_refuses_it(categories, rng):
+    pd = pytest.importorskip("pandas")
+    model, frame = _category_model(pd, rng, categories)
+    converted = woodstar.convert(model, "torch")
+    beyond = [100] if isinstance(categories[0], int) else ["zzz"]  # after every training one
+    test = _category_frame(pd, converted, rng, frame.columns, categories + beyond)
+    with pytest.raises(ValueError, match="not in the training set"):
+        model.predict(test)
+    with pytest.raises(ValueError):
+        converted.predict(test)
+
+
 # --------------------------------------------------------------------- errors
 def test_unsupported_objective_is_named(rng):
     model = _fit("reg:squarederror", rng, categorical=False)
@@ -260,12 +338,14 @@ def test_gblinear_with_non_nan_missing_is_refused(rng):
                                                                 iteration_indptr=[0]),
      r"a model with is not supported \(got 'no trees'\)"),
     (lambda m: m["learner"]["gradient_booster"]["model"]["cats"].update(
-        enc=[{"offsets": [0, 1], "values": [97, 98]}]),
-     r"categorical feature 0 with string categories is not supported"),
+        enc=[{"offsets": [0, 1, 2], "values": [97, -61, -87]}]),
+     r"categorical feature 0 with non-ASCII string categories is not supported "
+     r"\(got b'a\\xc3\\xa9'\); supported: ASCII string categories"),
     (lambda m: m["learner"]["gradient_booster"]["model"]["cats"].update(
-        enc=[{"type": 15, "values": [-1, 2]}]),
-     r"categorical feature 0 with categories is not supported \(got \[-1, 2\]\)"),
-], ids=["no-trees", "string-categories", "negative-categories"])
+        enc=[{"type": 10, "values": [0.5, 2.0]}]),
+     r"categorical feature 0 with categories is not supported \(got \[0.5, 2.0\]\); "
+     r"supported: integer or string categories"),
+], ids=["no-trees", "non-ascii-categories", "float-categories"])
 def test_json_errors_are_named(edit, message, rng):
     import json
 

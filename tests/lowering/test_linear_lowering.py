@@ -10,7 +10,7 @@ from woodstar.ir import ColumnOps, Head, LinearModel, ModelIR, chain
 from woodstar.ir.transforms import apply_post_transform
 from woodstar.lowering import lower_model
 from woodstar.lowering.column_ops import ColumnOpsModule
-from woodstar.runtimes.numpy_linear import NumpyLinear, NumpySteps
+from woodstar.runtimes import NumpyGraph
 from woodstar.lowering.post_transforms import PostTransform
 
 N = 4
@@ -25,12 +25,18 @@ def _step(rng, cast):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("cast", [True, False])
+def _steps_route(step, dtype):
+    head = Head(estimator="Test", task="transform", n_features=N, methods=("transform",))
+    graph = NumpyGraph(chain(head, steps=(step,)).validate(), dtype)
+    return lambda X: graph(X)[0]
+
+
 def test_steps_equal_the_reference_bit_for_bit(dtype, cast, rng):
     step = _step(rng, cast)
     X = (rng.normal(size=(300, N)) * 1000).astype(dtype)
     X[rng.random(X.shape) < 0.05] = np.nan
     expected = step.apply(X)
-    got_numpy = NumpySteps((step,), dtype)(X)
+    got_numpy = _steps_route(step, dtype)(X)
     got_torch = ColumnOpsModule(step, dtype)(torch.from_numpy(X)).numpy()
     assert not np.isnan(expected).any()  # the first step filled every NaN
     for got in (got_numpy, got_torch):
@@ -42,7 +48,7 @@ def test_numpy_steps_never_write_the_callers_rows(rng):
     step = _step(rng, True)
     X = rng.normal(size=(5, N))
     before = X.copy()
-    NumpySteps((step,), "float64")(X)
+    _steps_route(step, "float64")(X)
     np.testing.assert_array_equal(X, before)
 
 
@@ -56,7 +62,7 @@ def test_linear_scores_follow_numpys_dtype_rules(coef_dtype, input_dtype, rng):
     model_ir = chain(head, linear=linear).validate()
     X = rng.normal(size=(50, N)).astype(input_dtype)
     expected = linear.scores(X)
-    raw_numpy, proba_numpy = NumpyLinear(model_ir, input_dtype)(X)
+    raw_numpy, proba_numpy = NumpyGraph(model_ir, input_dtype)(X)
     np.testing.assert_array_equal(raw_numpy, expected)
     raw_torch, proba_torch = (t.numpy() for t in lower_model(model_ir, None, input_dtype)(torch.from_numpy(X)))
     assert raw_torch.dtype == expected.dtype == raw_numpy.dtype

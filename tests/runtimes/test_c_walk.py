@@ -10,7 +10,7 @@ import pytest
 from woodstar.ir.reference import predict
 from woodstar.runtimes import c_walk
 
-from .test_strategies import inputs, random_ensemble
+from tests.lowering.test_strategies import inputs, random_ensemble
 
 needs_compiler = pytest.mark.skipif(not c_walk.available(),
                                     reason=str(c_walk.unavailable_reason()))

@@ -12,9 +12,9 @@ from woodstar.runtimes import c_walk, onnx_ml
 from woodstar.runtimes.numpy_walk import NumpyTreeWalk
 from woodstar.lowering.routing import small_batch_rows
 
-from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble
-from .test_gbdt_semantics import _inputs as missing_range_inputs
-from .test_strategies import CASES, inputs, random_ensemble
+from tests.lowering.test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble
+from tests.lowering.test_gbdt_semantics import _inputs as missing_range_inputs
+from tests.lowering.test_strategies import CASES, inputs, random_ensemble
 
 NUMERICAL_CASES = sorted(c for c in CASES if "categorical" not in CASES[c])
 

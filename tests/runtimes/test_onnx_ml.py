@@ -13,8 +13,8 @@ from woodstar.ir.reference import predict  # noqa: E402
 from woodstar.runtimes.onnx_ml import (OnnxMlTrees, leaf_index_model,  # noqa: E402
                                        tree_ensemble_model, walks_each_tree_once)
 
-from .test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble  # noqa: E402
-from .test_strategies import CASES, inputs, random_ensemble  # noqa: E402
+from tests.lowering.test_gbdt_semantics import ZERO, _ensemble as missing_range_ensemble  # noqa: E402
+from tests.lowering.test_strategies import CASES, inputs, random_ensemble  # noqa: E402
 
 def test_single_leaf_trees_and_the_model_is_valid_onnx():
     import onnx

@@ -14,9 +14,11 @@ predict time, and how it lands in the IR:
   false, left. CatBoost accepts NaN at predict time in every mode.
 * leaves hold one value per dimension (classes of MultiClass, targets of MultiRMSE);
   ``scale_and_bias``: raw = scale * sum + bias (the scale is folded into the leaves).
-* categorical, text and embedding features are refused: CatBoost turns categories
-  into target statistics (CTRs) over hashed values, which the exported model does
-  not describe in a form woodstar can evaluate exactly.
+* categorical, text and embedding features are refused. The JSON export does carry
+  the categorical statistics (``ctr_data``: counts per category and per combination of
+  categories), but keyed by CatBoost's own 64-bit hashes of the category strings
+  (CityHash) and of their combinations; predicting needs those hashes, for values
+  never seen in training too, and woodstar's IR has no op that computes them.
 """
 
 import json
@@ -57,6 +59,18 @@ LOSSES = {
     "PairLogitPairwise": "identity",
     "QueryRMSE": "identity",
     "QuerySoftMax": "identity",
+}
+# Why each kind of non-numerical feature is refused (said in the message).
+_CTR_REASON = ("CatBoost predicts from its categorical statistics (CTRs); the exported "
+               "model keys them by CatBoost's own hashes of the category strings and of "
+               "their combinations, which woodstar does not compute, so it cannot look them "
+               "up exactly")
+_REFUSED_FEATURES = {
+    "categorical_features": _CTR_REASON,
+    "text_features": "CatBoost's text processing (tokenizers, dictionaries, text "
+                     "estimators) is not in the exported model in a form woodstar evaluates",
+    "embedding_features": "CatBoost's embedding estimators are not in the exported model "
+                          "in a form woodstar evaluates",
 }
 _NAN_LEFT = {"AsFalse": True, "AsTrue": False, "AsIs": True}
 
@@ -112,12 +126,11 @@ def ir_from_json(model_json, estimator, kind, classes=None, feature_names=None):
     "ranker", or "raw" (the generic ``catboost.CatBoost``, whose predict returns the
     raw formula values whatever the loss)."""
     info = model_json["features_info"]
-    for what in ("categorical_features", "text_features", "embedding_features"):
+    for what, reason in _REFUSED_FEATURES.items():
         if info.get(what):
             raise MissingConverter(unsupported_message(
                 estimator, what.replace("_", " "), f"{len(info[what])} feature(s)",
-                "numerical features only (CatBoost's categorical statistics (CTRs) over "
-                "hashed values cannot be evaluated exactly from the exported model)"))
+                f"numerical features only ({reason})"))
     if "oblivious_trees" not in model_json:
         raise MissingConverter(unsupported_message(
             estimator, "grow_policy", "non-symmetric trees", "SymmetricTree"))

@@ -14,12 +14,14 @@ What LightGBM 4.x does at predict time, and how each piece lands in the IR:
   ``|x| <= 1e-35f`` follow ``default_left`` (the IR's ``missing_range``).
 * categorical split (``decision_type "=="``, threshold ``"a||b||c"``): the listed
   categories go left; NaN, negative values and unlisted categories go right; the
-  category of ``x`` is ``int(x)`` (truncation): IR categorical_rule "truncate". A model
-  fitted on pandas ``category`` columns stores the training categories
-  (``pandas_categorical``) and LightGBM predicts on their codes; the IR lists the
-  category *values* instead (integer categories only), which is what the container
-  reads from a DataFrame. So a NumPy array given to such a model must hold the
-  category values too (LightGBM would read a NumPy array as codes).
+  category of ``x`` is ``int(x)`` (truncation): IR categorical_rule "truncate".
+* pandas ``category`` columns: the model stores each column's training categories
+  (``pandas_categorical``, numbers or strings) and its trees test their *codes*. LightGBM
+  re-codes a DataFrame's category column to those categories by value
+  (``cat.set_categories``: a value outside them, or missing, becomes NaN) and reads a
+  NumPy array as codes already. The trees keep LightGBM's codes and the categories go
+  into the input schema (``InputColumn.category_values``), so the container's edge does
+  the same re-coding: a DataFrame is read by value, an array as codes.
 * leaves hold shrunk values (learning rate, DART weights, boost_from_average already
   applied); ``average_output`` (boosting "rf") is the mean over iterations.
 * ``linear_tree``: a leaf outputs ``leaf_const + sum leaf_coeff * x`` unless one of
@@ -40,7 +42,7 @@ one column per class for multi-class, 1-D otherwise).
 import numpy as np
 
 from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR, chain
+from ..ir import CATEGORY, FLOAT, Head, InputColumn, InputSchema, ModelIR, chain
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LE
 from .registry import register_frontend
@@ -96,8 +98,9 @@ def _parse_objective(text, owner):
     return name, params
 
 
-def _category_values(pandas_categorical, n_features, categorical_features, owner):
-    """Per feature, the value of each pandas category code (None: code == value)."""
+def _pandas_categories(pandas_categorical, n_features, categorical_features, owner):
+    """Per feature, the pandas categories it was fitted on, in code order (None: not a
+    pandas category column)."""
     values = [None] * n_features
     if not pandas_categorical:
         return values
@@ -111,18 +114,25 @@ def _category_values(pandas_categorical, n_features, categorical_features, owner
             f"{len(categorical_features)} categorical feature(s)",
             "categorical features that are all pandas category columns, or none"))
     for feature, categories in zip(categorical_features, pandas_categorical):
-        categories = np.asarray(categories)
-        if categories.dtype.kind not in "biuf" or not np.all(
-                (categories >= 0) & (categories == np.trunc(categories)) & (categories < 2**31)):
+        categories = [c.item() if isinstance(c, np.generic) else c for c in categories]
+        if not all(isinstance(c, (str, int, float)) and c == c for c in categories):
             raise MissingConverter(unsupported_message(
                 owner, f"pandas categorical feature {feature} with categories",
-                categories[:5].tolist(), "non-negative integer categories "
-                "(encode string categories as integers before fitting)"))
-        values[feature] = categories.astype(np.int64)
+                categories[:5], "categories that are strings or numbers"))
+        values[feature] = tuple(categories)
     return values
 
 
-def _add_tree(builder, root, output_start, category_values, owner, leaf_scale=1.0):
+def _schema(names, category_values):
+    """The input columns: pandas category columns carry their categories (the edge
+    re-codes a DataFrame by value), every other column is a plain number."""
+    return InputSchema(tuple(
+        InputColumn(name, kind=FLOAT) if values is None
+        else InputColumn(name, kind=CATEGORY, category_values=values)
+        for name, values in zip(names, category_values)))
+
+
+def _add_tree(builder, root, output_start, owner, leaf_scale=1.0):
     """Flatten one dumped tree (nested dicts) breadth-first into the builder."""
     feature, threshold, left, right, default_left, zero_missing, leaf = [], [], [], [], [], [], []
     categories, linear = {}, {}
@@ -154,9 +164,6 @@ def _add_tree(builder, root, output_start, category_values, owner, leaf_scale=1.
         missing_type = node.get("missing_type", "None")
         if node["decision_type"] == "==":
             codes = np.asarray([int(c) for c in str(node["threshold"]).split("||")], dtype=np.int64)
-            if category_values[f] is not None:
-                known = codes[codes < len(category_values[f])]
-                codes = category_values[f][known]
             codes = codes[codes >= 0]
             categories[index] = bitset_words(codes) if len(codes) else np.zeros(1, np.uint32)
             threshold.append(0.0)
@@ -206,8 +213,8 @@ def ir_from_dump(dump, estimator, kind, classes=None, feature_names=None):
     categorical_features = [i for i, info in enumerate(
         dump.get("feature_infos", {}).values()) if isinstance(info, dict) and "values" in info
         and info.get("values")]
-    category_values = _category_values(dump.get("pandas_categorical"), n_features,
-                                       categorical_features, estimator)
+    category_values = _pandas_categories(dump.get("pandas_categorical"), n_features,
+                                         categorical_features, estimator)
     fields = dict(input_precision="float64", categorical_rule="truncate",
                   missing_range=(-ZERO_THRESHOLD, ZERO_THRESHOLD))
     leaf_scale = 1.0
@@ -218,8 +225,7 @@ def ir_from_dump(dump, estimator, kind, classes=None, feature_names=None):
             leaf_scale = 1.0 / (len(trees) // n_per_iteration)
     builder = EnsembleBuilder(1)
     for i, tree in enumerate(trees):
-        _add_tree(builder, tree["tree_structure"], i % n_per_iteration, category_values,
-                  estimator, leaf_scale)
+        _add_tree(builder, tree["tree_structure"], i % n_per_iteration, estimator, leaf_scale)
     transform = OBJECTIVES[name]
     if transform in ("sigmoid", "sigmoid_binary"):
         # predict_proba of a one-output classifier has two columns; Booster.predict one.
@@ -237,7 +243,11 @@ def ir_from_dump(dump, estimator, kind, classes=None, feature_names=None):
         head = Head(estimator=estimator, task="ranking" if kind == "ranker" else "regression",
                     n_features=n_features, methods=("predict", "decision_function"),
                     feature_names=feature_names, library_versions=_versions())
-    return chain(head, ensemble=ensemble).validate()
+    schema = None
+    if any(v is not None for v in category_values):
+        names = feature_names or tuple(str(i) for i in range(n_features))
+        schema = _schema(names, category_values)
+    return chain(head, ensemble=ensemble, schema=schema).validate()
 
 
 def _feature_names(dump, fitted_names):

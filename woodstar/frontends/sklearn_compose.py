@@ -304,6 +304,16 @@ def _ordinal(encoder, composer, value):
     return out
 
 
+@transformer("FunctionTransformer")
+def _function_transformer(model, composer, value):
+    # ColumnTransformer stores remainder="passthrough" as FunctionTransformer(func=None),
+    # the identity; any other function is refused, never taken as the identity.
+    if model.func is not None:
+        raise MissingConverter(unsupported_message(
+            "FunctionTransformer", "func", getattr(model.func, "__name__", model.func), "None"))
+    return value
+
+
 # ------------------------------------------------------------------ composition
 @transformer("Pipeline")
 def _pipeline_steps(pipeline, composer, value):

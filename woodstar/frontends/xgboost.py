@@ -8,10 +8,15 @@ What XGBoost 3.x does at predict time, and how each piece lands in the IR:
 * categorical split (``split_type`` 1): the node's listed categories go *right*;
   every other valid category, and invalid ones (negative, beyond the set), go left.
   The IR sends its set left and the rest right, so children and default side are
-  swapped; the "nonnegative" categorical rule is XGBoost's ``x >= 0, c = int(x)``. A
-  model fitted on pandas categories stores their values (``cats``) and XGBoost
-  re-codes a DataFrame to them; the IR lists the values (integer categories only),
-  so a NumPy array given to such a model must hold values, not codes.
+  swapped; the "nonnegative" categorical rule is XGBoost's ``x >= 0, c = int(x)``.
+* pandas ``category`` columns (``enable_categorical=True``): the model stores each
+  column's training categories (``cats``: numbers, or strings as bytes and offsets)
+  and its trees test their *codes*. XGBoost re-codes a DataFrame's category column to
+  those categories by value and reads a NumPy array as codes already. The trees keep
+  XGBoost's codes and the categories go into the input schema
+  (``InputColumn.category_values``), so the container's edge does the same re-coding.
+  String categories with non-ASCII characters are refused: XGBoost 3.2 writes their
+  byte offsets in characters, so the stored strings are cut short.
 * leaves: ``split_conditions`` (learning rate applied); vector leaves of
   ``multi_strategy="multi_output_tree"`` from ``leaf_weights``; DART trees scaled by
   ``weight_drop``; ``booster="gblinear"`` is one single-leaf tree per output whose
@@ -36,7 +41,7 @@ import json
 import numpy as np
 
 from ..exceptions import MissingConverter, NotFittedError, unsupported_message
-from ..ir import Head, ModelIR, chain
+from ..ir import CATEGORY, FLOAT, Head, InputColumn, InputSchema, ModelIR, chain
 from ..ir.builder import EnsembleBuilder, bitset_words
 from ..ir.tree_ensemble import LT
 from .registry import register_frontend
@@ -94,28 +99,44 @@ def _margin(base, link):
 
 
 def _category_values(learner, n_features, owner):
-    """Per feature, the value of each category code (None: code == value)."""
+    """Per feature, the categories it was fitted on, in code order (None: the model
+    stores none, the input holds codes)."""
     values = [None] * n_features
     cats = learner["gradient_booster"].get("model", {}).get("cats") or \
         learner["gradient_booster"].get("gbtree", {}).get("model", {}).get("cats") or {}
     for feature, enc in enumerate(cats.get("enc", [])[:n_features]):
         if not enc.get("values"):
             continue
-        if enc.get("offsets"):
-            raise MissingConverter(unsupported_message(
-                owner, f"categorical feature {feature} with string categories",
-                "strings", "integer categories (encode them as integers before fitting)"))
+        if "offsets" in enc:  # strings: the bytes of all, one after the other
+            raw = np.asarray(enc["values"], dtype=np.int64)
+            if (raw < 0).any() or (raw >= 128).any():
+                raise MissingConverter(unsupported_message(
+                    owner, f"categorical feature {feature} with non-ASCII string categories",
+                    bytes(int(b) & 0xFF for b in raw[:40]),
+                    "ASCII string categories (XGBoost's JSON model cuts non-ASCII ones short)"))
+            text = bytes(raw.astype(np.uint8)).decode("ascii")
+            offsets = enc["offsets"]
+            values[feature] = tuple(text[a:b] for a, b in zip(offsets[:-1], offsets[1:]))
+            continue
         categories = np.asarray(enc["values"])
-        if categories.dtype.kind not in "biuf" or not np.all(
-                (categories >= 0) & (categories == np.trunc(categories)) & (categories < 2**24)):
+        if categories.dtype.kind not in "iu":
             raise MissingConverter(unsupported_message(
                 owner, f"categorical feature {feature} with categories", categories[:5].tolist(),
-                "non-negative integer categories"))
-        values[feature] = categories.astype(np.int64)
+                "integer or string categories"))
+        values[feature] = tuple(int(c) for c in categories)
     return values
 
 
-def _add_tree(builder, tree, output_start, width, scale, category_values, missing_is_range):
+def _schema(names, category_values):
+    """The input columns: pandas category columns carry their categories (the edge
+    re-codes a DataFrame by value), every other column is a plain number."""
+    return InputSchema(tuple(
+        InputColumn(name, kind=FLOAT) if values is None
+        else InputColumn(name, kind=CATEGORY, category_values=values)
+        for name, values in zip(names, category_values)))
+
+
+def _add_tree(builder, tree, output_start, width, scale, missing_is_range):
     left = np.asarray(tree["left_children"], dtype=np.int64)
     right = np.asarray(tree["right_children"], dtype=np.int64)
     n = len(left)
@@ -140,9 +161,6 @@ def _add_tree(builder, tree, output_start, width, scale, category_values, missin
     for node in np.flatnonzero((split_type == 1) & ~is_leaf):
         start, size = segments.get(int(node), (0, 0))
         codes = all_categories[start:start + size]
-        f = int(feature[node])
-        if category_values[f] is not None:
-            codes = category_values[f][codes[codes < len(category_values[f])]]
         # XGBoost sends the listed categories right: swap so the IR's set goes left.
         left[node], right[node] = right[node], left[node]
         default_left[node] = not default_left[node]
@@ -211,7 +229,12 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     else:
         head = Head(task="ranking" if kind == "ranker" else "regression",
                     methods=("predict", "decision_function"), **common)
-    return chain(head, ensemble=ensemble).validate()
+    category_values = _category_values(learner, n_features, estimator)
+    schema = None
+    if any(v is not None for v in category_values):
+        schema = _schema(common["feature_names"] or tuple(str(i) for i in range(n_features)),
+                         category_values)
+    return chain(head, ensemble=ensemble, schema=schema).validate()
 
 
 def _gblinear(model, n_features, n_outputs, base, has_range, owner):
@@ -243,11 +266,10 @@ def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, 
             estimator, "a model with", "no trees", "models with at least one boosting round"))
     width = int(trees[0]["tree_param"].get("size_leaf_vector", "1"))
     width = max(width, 1)
-    category_values = _category_values(learner, n_features, estimator)
     builder = EnsembleBuilder(width)
     for tree, output, weight in zip(trees, info, weights):
         _add_tree(builder, tree, 0 if width > 1 else int(output), width, float(weight),
-                  category_values, has_range)
+                  has_range)
     fields = dict(input_precision="float32", categorical_rule="nonnegative")
     if has_range:
         fields["missing_range"] = (missing, missing)

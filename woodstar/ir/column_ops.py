@@ -105,7 +105,7 @@ def _fill_nan(values, operand, out=None):
 
 
 # Each op as a NumPy callable ``(values, operand, out=None)``: the reference below, and
-# the torch backend's NumPy route in place (runtimes/numpy_linear.py).
+# the torch backend's NumPy route in place (runtimes/numpy_graph.py).
 NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
              "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
 

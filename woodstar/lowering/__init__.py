@@ -15,7 +15,7 @@ from .registry import get_strategy, strategy_names
 from .routing import choose_strategy
 
 __all__ = ["LoweredModel", "lower_model", "choose_strategy", "get_strategy", "strategy_names",
-           "register_lowering", "lowered_kinds", "LoweringContext"]
+           "register_lowering", "lowered_kinds", "LoweringContext", "lower_tree_ensemble"]
 
 
 class LoweringContext:
@@ -102,3 +102,13 @@ def lower_model(ir: ModelIR, strategy: Optional[object], dtype: str) -> LoweredM
     else:
         choose = strategy
     return _frozen(LoweredModel(ir, dtype, LoweringContext(choose)))
+
+
+def lower_tree_ensemble(ens: TreeEnsemble, strategy_cls, dtype: str) -> LoweredModel:
+    """A bare tree ensemble as a module ``x -> (raw, transformed)`` (for tests and
+    benchmarks that work on the ensemble alone)."""
+    from ..ir import Head, chain
+
+    head = Head(estimator="TreeEnsemble", task="regression", n_features=ens.n_features,
+                methods=("predict",))
+    return lower_model(chain(head, ensemble=ens).validate(), strategy_cls, dtype)

@@ -249,3 +249,8 @@ def test_without_a_calibrated_table_the_shipped_one_is_read(cache, recwarn):
     assert use["kind"] == "shipped" and use["cpu"] == "AMD EPYC" and use["ignored"] is None
     assert not [w for w in recwarn if "calibrated" in str(w.message)]
 
+
+def test_shipped_table_records_its_machine():
+    table = routing.load_table(routing.TABLE_PATH)
+    assert table["kind"] == "shipped"
+    assert table["machine"]["cpu"] and table["machine"]["logical_cpus"] == 2

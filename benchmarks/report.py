@@ -139,6 +139,7 @@ def routing_table(results, backend="torch", device="cpu"):
         "margin": MARGIN,
         "kind": "shipped",
         "machine": machine(results),
+        "made": max(r["date"] for r in results["meta"].get("runs") or [results["meta"]]),
         "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
                    "git_commit": results["meta"].get("git_commit"),
                    "repeats": results["meta"]["repeats"]},

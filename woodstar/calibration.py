@@ -218,4 +218,5 @@ def table_in_use() -> dict:
     return {"kind": "shipped" if shipped else "none (depth rule)", "path": str(TABLE_PATH),
             "cpu": recorded.get("cpu", (shipped.get("source") or {}).get("cpu", "unknown")),
             "logical_cpus": recorded.get("logical_cpus"),
-            "made": (shipped.get("source") or {}).get("date"), "ignored": reason}
+            "made": shipped.get("made") or (shipped.get("source") or {}).get("date"),
+            "ignored": reason}

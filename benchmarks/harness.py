@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._budget import Budget
+from woodstar._budget import Budget
 from .candidates import NotAvailable, as_proba, candidates_for
 from .models import MODEL_SPECS, load_model, test_rows
 

@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("sklearn")
 
 from benchmarks import cli, harness, models, report  # noqa: E402
-from benchmarks._budget import Budget  # noqa: E402
 from benchmarks.candidates import Built, Candidate  # noqa: E402
 from woodstar.cli import main  # noqa: E402
 
@@ -115,18 +114,6 @@ def test_update_shipped_refuses_smoke_runs_and_an_output_folder(tmp_path):
         main(["bench", "--smoke", "--update-shipped"])
     with pytest.raises(SystemExit, match="takes --name, not --out"):
         main(["bench", "--quick", "--update-shipped", "--out", str(tmp_path)])
-
-
-def test_budget_counts_down_and_refuses_what_does_not_fit():
-    now = [100.0]
-    budget = Budget(10, n_cells=4, progress=False, clock=lambda: now[0])
-    assert budget.fits(9.5) and not budget.fits(10.5)
-    now[0] += 7
-    assert budget.left() == pytest.approx(3) and not budget.fits(4)
-    assert "3 s left of the 10 s budget" in budget.skip_reason("batch 9", 4)
-    now[0] += 70
-    assert budget.left() == 0
-    assert Budget(None, 1, progress=False).left() == float("inf")
 
 
 def test_cells_that_cannot_finish_in_the_budget_are_skipped_with_a_note(tiny, monkeypatch):

@@ -1,10 +1,12 @@
-"""A run's time budget and its progress bar.
+"""A measuring run's time budget and its progress bar (``woodstar calibrate`` and the
+benchmark harness).
 
 With a budget the bar counts seconds, not cells: it fills as the budget is spent, so
 what it shows as left is the time the run may still take, never a guess from the
 cells done so far (cells differ a hundredfold in cost). The run starts no work that
-the budget cannot hold: the harness asks ``fits`` before each build and cell, and
-records what it skips. Without a budget the bar counts cells, as before."""
+the budget cannot hold: the caller asks ``fits`` before each build and cell, and
+records what it skips. Without a budget the bar counts cells. The bar needs tqdm
+(the ``bench`` extra); without it the run is silent."""
 
 import sys
 import time
@@ -31,7 +33,7 @@ class Budget:
         if self.seconds is None:
             return tqdm(total=self.n_cells, unit="cell", dynamic_ncols=True, file=sys.stderr)
         return tqdm(total=self.seconds, dynamic_ncols=True, file=sys.stderr,
-                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+                    bar_format="{desc}: {percentage:3.0f}%|{bar}|{postfix}")
 
     # ---------------------------------------------------------------- time
     def elapsed(self) -> float:
@@ -42,8 +44,10 @@ class Budget:
         return float("inf") if self.seconds is None else max(0.0, self.seconds - self.elapsed())
 
     def fits(self, predicted_s) -> bool:
-        """Whether work predicted to take ``predicted_s`` seconds fits in what is left."""
-        return predicted_s <= self.left()
+        """Whether work predicted to take ``predicted_s`` seconds fits in what is left
+        (nothing fits in a spent budget)."""
+        left = self.left()
+        return left > 0 and predicted_s <= left
 
     def skip_reason(self, what, predicted_s=None) -> str:
         need = "" if predicted_s is None else f" (predicted {predicted_s:.1f} s)"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from woodstar._budget import Budget
 from .candidates import NotAvailable, as_proba, candidates_for
 from .models import MODEL_SPECS, load_model, test_rows
 
@@ -27,6 +28,8 @@ QUICK = dict(batches=(1, 100, 10_000), threads=(1, 2), repeats=3, min_time_s=0.0
              max_call_s=2.0, check_rows=1_000)
 SMOKE = dict(batches=(1, 50), threads=(1,), repeats=2, min_time_s=0.0, max_call_s=1.0,
              check_rows=50)
+QUICK_BUDGET_S = 300  # --quick: five minutes of measuring (models not yet cached train within it)
+SMOKE_BUDGET_S = 120
 ATOL = 1e-5  # float32 peers sum in float32; woodstar itself is held to 1e-6 by its tests
 
 
@@ -93,21 +96,12 @@ def _git_commit():
         return None
 
 
-def _progress(total, enabled):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="cell", dynamic_ncols=True, file=sys.stderr)
-
-
 def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, check_rows,
                   peers=None, woodstar_only_models=(), out_path=None, progress=True,
-                  seed=0, log=print, backends=None, routed_only=False):
+                  seed=0, log=print, backends=None, routed_only=False, budget_s=None):
     """Measure every candidate on every (model, threads, batch) cell; return the results
-    dict (and write it to ``out_path`` as JSON)."""
+    dict (and write it to ``out_path`` as JSON). ``budget_s``: start no build or cell
+    whose predicted time exceeds what is left of it (skipped cells record why)."""
     import torch
 
     if max(threads) > 1 and os.environ.get("OMP_WAIT_POLICY", "").lower() != "passive":
@@ -123,25 +117,33 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
             "batches": list(batches), "threads": list(threads), "repeats": repeats,
             "backends": None if backends is None else list(backends), "routed_only": routed_only,
             "min_time_s": min_time_s, "max_call_s": max_call_s, "atol": ATOL,
+            "budget_s": budget_s,
             "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS",
                                                "OMP_WAIT_POLICY") if k in os.environ},
         },
         "models": {}, "cells": [], "builds": [],
     }
-    bar = _progress(len(models) * len(threads) * len(batches), progress)
-    say = (bar.write if bar is not None else log) if progress else (lambda *a: None)
+    budget = Budget(budget_s, len(models) * len(threads) * len(batches), progress)
+    say = budget.write if progress else (lambda *a: None)
     previous_threads = torch.get_num_threads()
     try:
         for model_name in models:
             spec = MODEL_SPECS[model_name]
+            if not budget.fits(0.0) or (budget_s is not None and budget.left() < 0.05 * budget_s):
+                reason = budget.skip_reason(f"{model_name}")
+                say(f"{model_name}: skipped ({reason})")
+                results["models"][model_name] = {"description": spec.description,
+                                                 "skipped": reason}
+                budget.tick(f"{model_name} skipped", len(threads) * len(batches))
+                continue
             try:
+                budget.tick(f"{model_name}: loading")
                 model = load_model(spec, progress=say)
             except ImportError as error:
                 say(f"{model_name}: skipped ({error})")
                 results["models"][model_name] = {"description": spec.description,
                                                  "skipped": str(error)}
-                if bar is not None:
-                    bar.update(len(threads) * len(batches))
+                budget.tick(f"{model_name} skipped", len(threads) * len(batches))
                 continue
             X_all = test_rows(spec, max(max(batches), check_rows))
             X_check = X_all[:check_rows]
@@ -160,6 +162,11 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                     record = {"model": model_name, "threads": n_threads, "candidate": cand.name,
                               "kind": cand.kind, "strategy": cand.strategy,
                               "backend": cand.backend}
+                    budget.tick(f"{model_name} t{n_threads}: building {cand.name}")
+                    if not budget.fits(0.0):
+                        record.update(status="skipped", reason=budget.skip_reason("build"))
+                        results["builds"].append(record)
+                        continue
                     try:
                         b = cand.build(n_threads)
                         got = as_proba(b.fn(X_check), spec.n_classes)
@@ -181,8 +188,22 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                 for batch in batches:
                     X = X_all[:batch]
                     active = []
+                    budget.tick(f"{model_name} t{n_threads} b{batch}")
                     for cand, b in built:
                         last = previous.get(cand.name)
+                        if cand.name not in dropped and budget_s is not None and last is not None:
+                            # warm-up, check call and every repeat's calls (each >= min_time_s)
+                            predicted = last[1] * batch / last[0]
+                            cost = 2 * predicted + repeats * max(min_time_s, predicted)
+                            if not budget.fits(cost):
+                                results["cells"].append(_skip(
+                                    model_name, n_threads, batch, cand,
+                                    budget.skip_reason(f"batch {batch}", cost)))
+                                continue
+                        if not budget.fits(0.0):
+                            results["cells"].append(_skip(model_name, n_threads, batch, cand,
+                                                          budget.skip_reason(f"batch {batch}")))
+                            continue
                         if cand.name not in dropped and last is not None \
                                 and last[1] * batch / last[0] > 4 * max_call_s:
                             dropped[cand.name] = (
@@ -206,16 +227,28 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                             dropped[cand.name] = (f"one call took {first:.1f} s at batch {batch} "
                                                   f"(> {max_call_s} s): not timed at larger batches")
                         inner = max(1, int(np.ceil(min_time_s / max(first, 1e-6))))
-                        active.append([cand, b, min(inner, 1000), []])
+                        active.append([cand, b, min(inner, 1000), [], first])
+                    while budget_s is not None and active:
+                        # each repeat runs `inner` calls of every candidate; drop the
+                        # costliest candidate until the repeats fit in what is left
+                        costs = [repeats * e[2] * e[4] for e in active]
+                        if budget.fits(sum(costs)):
+                            break
+                        worst = costs.index(max(costs))
+                        cand = active.pop(worst)[0]
+                        dropped.setdefault(cand.name, budget.skip_reason(
+                            f"batch {batch} and larger", max(costs)))
+                        results["cells"].append(_skip(model_name, n_threads, batch, cand,
+                                                      dropped[cand.name]))
                     for _ in range(repeats):
                         rng.shuffle(active)
                         for entry in active:
-                            cand, b, inner, times = entry
+                            cand, b, inner, times, _ = entry
                             start = time.perf_counter()
                             for _ in range(inner):
                                 b.fn(X)
                             times.append((time.perf_counter() - start) / inner)
-                    for cand, b, inner, times in active:
+                    for cand, b, inner, times, _ in active:
                         med, mad = _median_mad(times)
                         previous[cand.name] = (batch, med)
                         peak = _peak_rss_delta(b.fn, X) if batch >= 1_000 else None
@@ -225,15 +258,13 @@ def run_benchmark(models, batches, threads, repeats, min_time_s, max_call_s, che
                             "backend": cand.backend, "status": "ok", "median_s": med,
                             "mad_s": mad, "inner": inner, "times_s": times,
                             "peak_rss_bytes": peak, "detail": b.detail})
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_description(f"{model_name} t{n_threads} b{batch}")
+                    budget.tick(f"{model_name} t{n_threads} b{batch}", 1)
             if out_path is not None:  # after each model: a stopped run keeps what it measured
                 _write(results, out_path)
     finally:
         torch.set_num_threads(previous_threads)
-        if bar is not None:
-            bar.close()
+        budget.close()
+    results["meta"]["elapsed_s"] = round(budget.elapsed(), 1)
     if out_path is not None:
         _write(results, out_path)
     return results

@@ -1,5 +1,6 @@
-"""The benchmark models: trained once on synthetic data and cached under
-``benchmarks/cache/`` (ignored by git). A model whose library is missing is skipped."""
+"""The benchmark models: trained once on synthetic data and cached in the user's cache
+folder (``$WOODSTAR_CACHE_DIR/bench-models``, default ``~/.cache/woodstar``), not in
+the checkout. A model whose library is missing is skipped."""
 
 import dataclasses
 import hashlib
@@ -10,7 +11,9 @@ import numpy as np
 
 __all__ = ["ModelSpec", "MODEL_SPECS", "QUICK_MODELS", "load_model", "test_rows"]
 
-CACHE_DIR = Path(__file__).resolve().parent / "cache"
+from woodstar.calibration import cache_dir
+
+CACHE_DIR = cache_dir() / "bench-models"
 N_TRAIN = 20_000
 N_TEST = 100_000
 

@@ -1,18 +1,22 @@
-"""From a results JSON: ``docs/benchmarks.md`` (decision, method, tables, rejected
-candidates), one PNG per model under ``docs/img/`` and the routing table
-``woodstar/lowering/routing_table.json`` that ``woodstar.lowering.routing`` reads."""
+"""From a results JSON: a Markdown report (decision, method, tables, rejected
+candidates), one PNG per model and a routing table, all written into one output
+folder (``write_all``). Only the maintainer path (``woodstar bench --update-shipped``,
+``benchmarks/cli.py``) points it at the shipped files: ``docs/benchmarks.md`` (with
+the hand-written analysis of ``benchmarks/notes.md`` and the A/B sections),
+``docs/img/`` and ``woodstar/lowering/routing_table.json``."""
 
 import json
 import math
 from collections import defaultdict
 from pathlib import Path
 
+from woodstar.lowering._routing_evidence import MARGIN, routing_entries
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-IMG = DOCS / "img"
 TABLE = ROOT / "woodstar" / "lowering" / "routing_table.json"
 
-__all__ = ["write_all", "routing_table", "backend_ranking", "winners", "merge"]
+__all__ = ["write_all", "routing_table", "backend_ranking", "winners", "merge", "MARGIN"]
 NOTES = Path(__file__).resolve().parent / "notes.md"
 SMALL_BATCHES = Path(__file__).resolve().parent / "results" / "small_batches.json"
 LINEAR = Path(__file__).resolve().parent / "results" / "linear.json"
@@ -21,7 +25,8 @@ LINEAR = Path(__file__).resolve().parent / "results" / "linear.json"
 def merge(runs):
     """Several runs as one results dict (the first run's method; batches and threads
     united; each run's own command and date kept under meta['runs']; where two runs
-    measured the same cell, the later one in the list counts)."""
+    measured the same cell, the later one in the list counts, and every cell says
+    which run measured it: ``measured`` = its run's date, CPU and commit)."""
     if len(runs) == 1:
         return runs[0]
     out = {"meta": dict(runs[0]["meta"]), "models": {}, "cells": [], "builds": []}
@@ -29,11 +34,16 @@ def merge(runs):
     out["meta"]["threads"] = sorted({t for r in runs for t in r["meta"]["threads"]})
     out["meta"]["runs"] = [{**{k: r["meta"][k] for k in ("date", "command", "git_commit", "batches",
                                                           "threads", "repeats")},
+                            "cpu": r["meta"].get("cpu") or "unknown",
+                            "logical_cpus": r["meta"].get("logical_cpus"),
                             "env": r["meta"].get("env") or {}} for r in runs]
     cells, builds = {}, {}
     for r in runs:  # a later run replaces an earlier one's measurement of the same cell
         out["models"].update(r["models"])
-        cells.update({(c["model"], c["threads"], c["batch"], c["candidate"]): c for c in r["cells"]})
+        where = {"date": r["meta"].get("date"), "cpu": r["meta"].get("cpu") or "unknown",
+                 "git_commit": r["meta"].get("git_commit")}
+        cells.update({(c["model"], c["threads"], c["batch"], c["candidate"]):
+                      {**c, "measured": c.get("measured") or where} for c in r["cells"]})
         builds.update({(b["model"], b["threads"], b["candidate"]): b for b in r["builds"]})
     out["cells"], out["builds"] = list(cells.values()), list(builds.values())
     return out
@@ -68,18 +78,6 @@ def winners(results, backend="torch"):
     return out
 
 
-MARGIN = 0.10
-"""A strategy within 10% of the fastest (or within the fastest's MAD, if larger) ties
-with it: on this noisy 2-core machine, smaller differences are not evidence."""
-
-
-def _tied(cands, best):
-    """Strategies whose median is within the margin of the fastest one."""
-    t_best, _, mad_best = best
-    slack = max(MARGIN * t_best, mad_best)
-    return {s for t, s, _ in cands if t <= t_best + slack}
-
-
 def backend_ranking(results, device="cpu"):
     """For ``backend="auto"``: per (threads, batch), the backends ordered by the
     geometric mean, over the models measured on every backend there, of their routed
@@ -112,49 +110,21 @@ def backend_ranking(results, device="cpu"):
             "median_convert_s": {b: round(sorted(v)[len(v) // 2], 2) for b, v in sorted(compile_s.items())}}
 
 
+def machine(results):
+    """Where the results were measured: the CPU and its logical CPU count, from the
+    runs' own records ("unknown" where a run did not record it; several CPUs are
+    listed when merged runs came from different machines)."""
+    runs = results["meta"].get("runs") or [results["meta"]]
+    cpus = sorted({r.get("cpu") or "unknown" for r in runs})
+    counts = sorted({r.get("logical_cpus") for r in runs if r.get("logical_cpus")})
+    return {"cpu": cpus[0] if len(cpus) == 1 else " + ".join(cpus),
+            "logical_cpus": counts[0] if len(counts) == 1 else (counts or None)}
+
+
 def routing_table(results, backend="torch", device="cpu"):
-    """Depth regions per (threads, batch). The measured models are sorted by their
-    deepest tree; walking up in depth, a region grows while one strategy stays tied
-    with the fastest at every point in it (greedy: as few regions as possible). A
-    boundary therefore sits only between two measured depths, each side backed by its
-    points, and no region contains a point where another strategy is clearly faster.
-    Past the deepest measured model the last region holds (``extrapolated_above``)."""
-    models = results["models"]
-    timed = defaultdict(list)
-    for c in results["cells"]:
-        if (c["status"] == "ok" and c["kind"] == "woodstar" and c["backend"] == backend
-                and c["strategy"] != "auto" and "max_depth" in models.get(c["model"], {})):
-            timed[(c["model"], c["threads"], c["batch"])].append(
-                (c["median_s"], c["strategy"], c["mad_s"]))
-    entries = []
-    for t in sorted({k[1] for k in timed}):
-        for b in sorted({k[2] for k in timed if k[1] == t}):
-            points = []
-            for (m, tt, bb), cands in timed.items():
-                if tt == t and bb == b and len(cands) >= 2:
-                    cands = sorted(cands)
-                    points.append((models[m]["max_depth"], m, cands, _tied(cands, cands[0])))
-            if not points:
-                continue
-            points.sort(key=lambda p: (p[0], p[1]))
-            regions, group, alive = [], [], None
-            for point in points:
-                # Points at one depth cannot be split by a depth threshold: keep them together.
-                same_depth = group and group[-1][0] == point[0]
-                survivors = point[3] if alive is None else alive & point[3]
-                if survivors or same_depth:
-                    group.append(point)
-                    alive = survivors
-                    continue
-                regions.append(_region(group, alive))
-                group, alive = [point], point[3]
-            regions.append(_region(group, alive))
-            for lower in regions[:-1]:
-                lower["depth_le"] = lower["depth_max"]
-            regions[-1]["depth_le"] = None
-            regions[-1]["extrapolated_above"] = regions[-1]["depth_max"]
-            entries.append({"device": device, "backend": backend, "threads": t, "batch": b,
-                            "regions": regions})
+    """The routing table ``woodstar.lowering.routing`` reads: depth regions per
+    (threads, batch), built by ``woodstar.lowering._routing_evidence`` (the same code
+    as a calibrated table), plus the backend ranking for ``backend="auto"``."""
     return {
         "version": 1,
         "about": ("Written by benchmarks/report.py from measured results; read by "
@@ -167,27 +137,15 @@ def routing_table(results, backend="torch", device="cpu"):
                   "a strategy refuses the model (memory). Backend is a key so that "
                   "backend='auto' can be routed from the same table."),
         "margin": MARGIN,
+        "kind": "shipped",
+        "machine": machine(results),
+        "made": max(r["date"] for r in results["meta"].get("runs") or [results["meta"]]),
         "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
                    "git_commit": results["meta"].get("git_commit"),
                    "repeats": results["meta"]["repeats"]},
-        "entries": entries,
+        "entries": routing_entries(results, backend, device),
         "backends": backend_ranking(results, device),
     }
-
-
-def _region(group, alive):
-    """One depth region from its points: among the strategies tied at every point, the
-    one with the least summed time (time relative to each point's fastest)."""
-    score = defaultdict(float)
-    for _, _, cands, _ in group:
-        best = cands[0][0]
-        for time_s, s, _ in cands:
-            score[s] += time_s / best
-    pool = alive or {s for s in score}
-    ranking = sorted(score, key=lambda s: (s not in pool, score[s], s))
-    return {"depth_min": group[0][0], "depth_max": group[-1][0], "strategy": ranking[0],
-            "ranking": ranking, "evidence": [m for _, m, _, _ in group],
-            "unanimous": bool(alive)}
 
 
 def _plot(results, model, threads, path):
@@ -221,7 +179,7 @@ def _plot(results, model, threads, path):
     return True
 
 
-def _small_batches_section(path=SMALL_BATCHES):
+def _small_batches_section(img_dir, path=SMALL_BATCHES):
     """Markdown (and a plot) from benchmarks/ab_small_batches.py's results, if any."""
     if not path.exists():
         return [], {}
@@ -281,8 +239,8 @@ def _small_batches_section(path=SMALL_BATCHES):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, loc="best")
     fig.tight_layout()
-    IMG.mkdir(parents=True, exist_ok=True)
-    fig.savefig(IMG / "small_batches_t1.png", dpi=90)
+    img_dir.mkdir(parents=True, exist_ok=True)
+    fig.savefig(img_dir / "small_batches_t1.png", dpi=90)
     plt.close(fig)
     plot = "small_batches_t1.png"
     lines += [f"![small batches, 1 thread](img/{plot})", ""]
@@ -333,19 +291,31 @@ def _fmt_ratio(x):
     return f"{x:.2f}×" if x < 10 else f"{x:.0f}×"
 
 
-def markdown(results, table, plots, results_path):
+def markdown(results, table, plots, results_path, shipped=False, img_dir=None):
+    """The report's text. ``shipped``: the maintainer's ``docs/benchmarks.md``, with
+    the hand-written analysis (``benchmarks/notes.md``) and the A/B sections; else a
+    report of this run alone, for the folder it was written to."""
     meta = results["meta"]
     cells = _cells(results)
     paths = results_path if isinstance(results_path, (list, tuple)) else [results_path]
     shown = ", ".join(f"`{_rel(p)}`" for p in paths)
-    lines = ["# Benchmarks", "",
-             f"Generated by `benchmarks/report.py` from {shown}; do not edit by hand "
-             "(the analysis comes from `benchmarks/notes.md`).", ""]
-    if NOTES.exists():
-        lines += [NOTES.read_text().strip(), ""]
+    if shipped:
+        lines = ["# Benchmarks", "",
+                 f"Generated by `benchmarks/report.py` from {shown}; do not edit by hand "
+                 "(the analysis comes from `benchmarks/notes.md`).", ""]
+        if NOTES.exists():
+            lines += [NOTES.read_text().strip(), ""]
+        table_name = "`woodstar/lowering/routing_table.json`"
+    else:
+        lines = ["# Benchmarks (this machine)", "",
+                 f"Generated by `woodstar bench` from {shown}. The report behind woodstar's "
+                 "shipped routing table is `docs/benchmarks.md` in the source repository; this "
+                 "one describes this run only.", ""]
+        table_name = ("`routing_table.json` in this folder (what this run's evidence gives; "
+                      "convert does not read it: `woodstar calibrate` writes the table it reads)")
     # ---------------------------------------------------------------- decision
     lines += ["## Decision", "",
-              "Routing table (`woodstar/lowering/routing_table.json`, torch backend, CPU): for "
+              f"Routing table ({table_name}, torch backend, CPU): for "
               "each thread count and batch size, the fastest strategy by the deepest tree of "
               "the model. A boundary sits between two measured depths; past the deepest "
               "measured model the last region is an extrapolation.", "",
@@ -407,8 +377,9 @@ def markdown(results, table, plots, results_path):
                   "see each run's date under Method.", "",
                   "| model | threads | batch | auto (routes) | fastest explicit | auto / fastest |",
                   "|---|---|---|---|---|---|", *checks]
-    lines += ["", *_small_batches_section()[0]]
-    lines += _linear_section()
+    if shipped:
+        lines += ["", *_small_batches_section(img_dir)[0]]
+        lines += _linear_section()
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",
@@ -437,28 +408,43 @@ def markdown(results, table, plots, results_path):
     lines.append("")
     runs = meta.get("runs") or [meta]
     lines += ["## Reproduce", "", "From the repository root (cached models are trained on first use):",
-              "", "```", "# the runs behind this report"]
+              "", "```", "# the runs behind this report, as recorded (runs before the output "
+              "folder existed named their results file with --out)" if shipped
+              else "# the run behind this report"]
     for r in runs:  # the pools' wait policy is part of how a run was made
         policy = (r.get("env") or {}).get("OMP_WAIT_POLICY")
         prefix = f"OMP_WAIT_POLICY={policy} " if policy else ""
         lines.append(f"{prefix}PYTHONPATH=. {_command(r['command'])}")
-    lines += ["# this report, its plots and the routing table, from those results",
-              "PYTHONPATH=. python -m woodstar.cli bench --report-only --out "
-              + " --merge ".join(str(_rel(p)) for p in paths),
-              "# the complete grid (batches 1..100k, threads 1 and 2, all peers, routing sweep)",
-              "PYTHONPATH=. python -m woodstar.cli bench --routing-sweep --report",
-              "# a few minutes",
-              "PYTHONPATH=. python -m woodstar.cli bench --quick --report",
-              "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
-              "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
-              "# the CPU-route A/B (compiled walk, ONNX-ML, NumPy walk, Torch; about 40 minutes)",
-              "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 15 "
-              "--rows 1,2,4,8,16,32,64,128,256",
-              "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 6 "
-              "--rows 1024,4096,16384 --skip numpy-walk",
-              "# the linear-model A/B (NumPy route, Torch program, TorchScript, ONNX; minutes)",
-              "PYTHONPATH=. python -m benchmarks.ab_linear",
-              "```", ""]
+    if not shipped:
+        lines += ["# this report, its plots and routing_table.json again, from the results",
+                  "woodstar bench --report-only --out DIR " + " ".join(
+                      f"--merge {_rel(p)}" for p in paths), "```", ""]
+    else:
+        lines += [
+            "# this report, its plots and the routing table, from the results listed in "
+            "benchmarks/results/shipped.json",
+            "PYTHONPATH=. python -m woodstar.cli bench --report-only --update-shipped",
+            "# maintainers: measure cells again and merge them into the shipped evidence (a new",
+            "# results file is added to shipped.json; cells it does not measure are kept)",
+            "OMP_WAIT_POLICY=passive PYTHONPATH=. python -m woodstar.cli bench --models rf_100x8 "
+            "--batches 1,100 --update-shipped --name rf_rerun",
+            "# the complete grid (batches 1..100k, threads 1 and 2, all peers, routing sweep; "
+            "hours), into ./woodstar-bench",
+            "PYTHONPATH=. python -m woodstar.cli bench --routing-sweep --report",
+            "# a quick run within a time budget (300 s by default), into ./woodstar-bench",
+            "PYTHONPATH=. python -m woodstar.cli bench --quick --report",
+            "# this machine's own routing table, in the user's cache (see Calibration)",
+            "PYTHONPATH=. python -m woodstar.cli calibrate",
+            "# the tiny-batch A/B behind perf_tree_trav's all-nodes path",
+            "PYTHONPATH=. python -m benchmarks.ab_tiny_batches rf_100x8 sweep_rf_d4",
+            "# the CPU-route A/B (compiled walk, ONNX-ML, NumPy walk, Torch; about 40 minutes)",
+            "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 15 "
+            "--rows 1,2,4,8,16,32,64,128,256",
+            "PYTHONPATH=. python -m benchmarks.ab_small_batches --repeats 6 "
+            "--rows 1024,4096,16384 --skip numpy-walk",
+            "# the linear-model A/B (NumPy route, Torch program, TorchScript, ONNX; minutes)",
+            "PYTHONPATH=. python -m benchmarks.ab_linear",
+            "```", ""]
     # ---------------------------------------------------------------- per model
     lines += ["## Results per model", "",
               "Median milliseconds per call (± MAD); bold: fastest in the cell.", ""]
@@ -547,20 +533,31 @@ def markdown(results, table, plots, results_path):
     return "\n".join(lines)
 
 
-def write_all(results, results_path):
-    DOCS.mkdir(exist_ok=True)
-    IMG.mkdir(exist_ok=True)
+def write_all(results, results_path, out_dir, table_path=None, shipped=False):
+    """Write ``benchmarks.md``, its plots (``img/``) and the routing table into
+    ``out_dir`` (the table at ``table_path`` when given); return the paths written.
+    ``shipped``: the maintainer's report (see ``markdown``); ``benchmarks/cli.py``
+    passes docs/ and the package's table only for ``--update-shipped``."""
+    out_dir = Path(out_dir)
+    img = out_dir / "img"
+    img.mkdir(parents=True, exist_ok=True)
     plots = {}
     for model in results["models"]:
         for t in results["meta"]["threads"]:
             name = f"bench_{model}_t{t}.png"
             try:
-                if _plot(results, model, t, IMG / name):
+                if _plot(results, model, t, img / name):
                     plots[(model, t)] = name
             except ImportError:
                 break
     table = routing_table(results)
-    TABLE.write_text(json.dumps(table, indent=1) + "\n")
-    md = DOCS / "benchmarks.md"
-    md.write_text(markdown(results, table, plots, results_path))
-    return [md, TABLE] + [IMG / p for p in plots.values()]
+    if not shipped:
+        table["kind"] = "bench"
+    table_path = Path(table_path) if table_path is not None else out_dir / "routing_table.json"
+    table_path.write_text(json.dumps(table, indent=1) + "\n")
+    md = out_dir / "benchmarks.md"
+    md.write_text(markdown(results, table, plots, results_path, shipped=shipped, img_dir=img))
+    written = [md, table_path] + [img / p for p in plots.values()]
+    if shipped and (img / "small_batches_t1.png").exists():
+        written.append(img / "small_batches_t1.png")
+    return written

@@ -14,6 +14,7 @@ __all__ = [
     "CorruptedFileError",
     "NotFittedError",
     "VersionMismatchWarning",
+    "CalibrationWarning",
     "unsupported_message",
 ]
 
@@ -55,3 +56,8 @@ class NotFittedError(WoodstarError, ValueError):
 
 class VersionMismatchWarning(UserWarning):
     """A saved model was written with other library versions than the ones loading it."""
+
+
+class CalibrationWarning(UserWarning):
+    """A calibrated routing table was found but not used (corrupted, or measured on
+    another CPU, core count or woodstar version); the shipped table is used instead."""

@@ -37,13 +37,10 @@ def test_smoke_run_checks_times_and_reports(tiny, tmp_path, monkeypatch):
     cell = next(c for c in results["cells"] if c["status"] == "ok")
     assert len(cell["times_s"]) == 2 and cell["median_s"] > 0
 
-    monkeypatch.setattr(report, "DOCS", tmp_path / "docs")
-    monkeypatch.setattr(report, "IMG", tmp_path / "docs" / "img")
-    monkeypatch.setattr(report, "TABLE", tmp_path / "routing_table.json")
-    paths = report.write_all(results, results_path=out)
+    paths = report.write_all(results, results_path=out, out_dir=tmp_path / "docs")
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     assert "## Method" in text and "tiny_rf" in text and "## Rejected candidates" in text
-    table = json.loads((tmp_path / "routing_table.json").read_text())
+    table = json.loads((tmp_path / "docs" / "routing_table.json").read_text())
     assert {e["batch"] for e in table["entries"]} == {1, 20}
     assert len(paths) >= 2
 
@@ -113,9 +110,6 @@ def test_a_model_without_trees_is_timed_once_per_backend_and_reported(monkeypatc
     assert list(builds) == ["woodstar[auto/torch]"]
     assert builds["woodstar[auto/torch]"]["status"] == "ok"
     assert results["models"]["scaler_logreg"]["trees"] is False
-    monkeypatch.setattr(report, "DOCS", tmp_path / "docs")
-    monkeypatch.setattr(report, "IMG", tmp_path / "docs" / "img")
-    monkeypatch.setattr(report, "TABLE", tmp_path / "routing_table.json")
-    report.write_all(results, results_path=out)
+    report.write_all(results, results_path=out, out_dir=tmp_path / "docs")
     text = (tmp_path / "docs" / "benchmarks.md").read_text()
     assert "no trees (no tree strategies)" in text

@@ -88,3 +88,14 @@ def test_broken_c_compiler_makes_torch_compile_unavailable(capsys, monkeypatch):
     report = _report(capsys)
     entry = next(b for b in report["backends"] if b["name"] == "torch.compile")
     assert not entry["available"] and "ld: boom" in entry["reason"]
+
+
+def test_the_report_says_which_routing_table_is_in_use(capsys, monkeypatch, tmp_path):
+    from woodstar.lowering.routing import TABLE_PATH
+
+    monkeypatch.setenv("WOODSTAR_CACHE_DIR", str(tmp_path))
+    table = _report(capsys)["routing_table"]
+    assert table["kind"] == "shipped" and table["path"] == str(TABLE_PATH)
+    assert table["cpu"] == "AMD EPYC" and table["made"] and table["ignored"] is None
+    assert main(["backends"]) == 0
+    assert "routing table: shipped, measured on AMD EPYC, 2 logical CPUs" in capsys.readouterr().out

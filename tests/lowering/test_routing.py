@@ -151,3 +151,107 @@ def test_shipped_table_ranks_backends():
     entries = table["backends"]["entries"]
     assert entries and all(e["ranking"] and e["device"] == "cpu" for e in entries)
     assert choose_backend("auto", 1, table=table) in set(entries[0]["ranking"]) | {"torch"}
+
+
+# ------------------------------------------------------------------ calibrated tables
+def _calibrated(strategy, **machine_changes):
+    from woodstar import calibration
+
+    regions = [_region(None, strategy, [strategy, *[s for s in strategy_names() if s != strategy]])]
+    return {"version": 1, "kind": "calibrated", "made": "2026-12-01T00:00:00+00:00",
+            "machine": {**calibration.machine(), **machine_changes},
+            "entries": [{"device": "cpu", "backend": "torch", "threads": t, "batch": b,
+                         "regions": regions} for t in (1, 2) for b in (1, 10_000)]}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WOODSTAR_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_calibrated_table_changes_the_route(forest, cache):
+    import woodstar
+    from woodstar import calibration
+
+    model, X = forest
+    ens = woodstar.convert(model).ir.ensemble
+    shipped = routing.choose_strategy(ens, None, "float32", 2**29, "RF", 10_000, 1,
+                                      table=routing.load_table(routing.TABLE_PATH)).name
+    other = next(s for s in ("tree_trav", "perf_tree_trav", "gemm") if s != shipped)
+    path = calibration.write_table(_calibrated(other))
+    assert path.parent.parent == cache and path.exists()
+    assert routing.load_table()["kind"] == "calibrated"
+    chosen = routing.choose_strategy(ens, None, "float32", 2**29, "RF", 10_000, 1)
+    assert chosen.name == other != shipped
+    converted = woodstar.convert(model, extra_config={"n_threads": 1})
+    assert converted.strategy == other
+    np.testing.assert_allclose(converted.predict_proba(X), model.predict_proba(X), atol=1e-12)
+    assert calibration.table_in_use()["kind"] == "calibrated"
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"cpu": "Some Other CPU 9000"}, "cpu 'Some Other CPU 9000'"),
+    ({"logical_cpus": 512}, "logical_cpus 512"),
+    ({"woodstar": "0.0.1"}, "woodstar '0.0.1'"),
+])
+def test_a_table_for_another_machine_is_ignored_with_a_warning(forest, cache, change, match):
+    from woodstar import calibration
+    from woodstar.exceptions import CalibrationWarning
+
+    path = calibration.calibrated_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_calibrated("gemm", **change)))
+    with pytest.warns(CalibrationWarning, match=match):
+        table = routing.load_table()
+    assert table == routing.load_table(routing.TABLE_PATH)   # the shipped one
+    use = calibration.table_in_use()
+    assert use["kind"] == "shipped" and match in use["ignored"]
+
+
+@pytest.mark.parametrize("content, match", [
+    ("{not json", "cannot be read"),
+    (json.dumps([1, 2]), "not a JSON object"),
+    (None, "names no registered strategy"),
+])
+def test_a_corrupted_table_is_ignored_with_a_warning(cache, content, match):
+    from woodstar import calibration
+    from woodstar.exceptions import CalibrationWarning
+
+    if content is None:
+        table = _calibrated("gemm")
+        table["entries"][0]["regions"][0]["strategy"] = "no_such_strategy"
+        content = json.dumps(table)
+    path = calibration.calibrated_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.warns(CalibrationWarning, match=match) as caught:
+        assert routing.load_table()["kind"] == "shipped"
+    assert str(path) in str(caught[0].message)
+
+
+def test_write_table_refuses_an_invalid_table(cache):
+    from woodstar import calibration
+    from woodstar.exceptions import WoodstarError
+
+    table = _calibrated("gemm")
+    table["entries"][0]["regions"].insert(0, _region(9, "gemm", ["gemm"]))
+    table["entries"][0]["regions"].insert(0, _region(12, "gemm", ["gemm"]))
+    with pytest.raises(WoodstarError, match=r"entry 0: depth bounds \[12, 9, None\] must increase"):
+        calibration.write_table(table)
+    assert not calibration.calibrated_path().exists()
+
+
+def test_without_a_calibrated_table_the_shipped_one_is_read(cache, recwarn):
+    from woodstar import calibration
+
+    assert routing.load_table() is routing.load_table(routing.TABLE_PATH)
+    use = calibration.table_in_use()
+    assert use["kind"] == "shipped" and use["cpu"] == "AMD EPYC" and use["ignored"] is None
+    assert not [w for w in recwarn if "calibrated" in str(w.message)]
+
+
+def test_shipped_table_records_its_machine():
+    table = routing.load_table(routing.TABLE_PATH)
+    assert table["kind"] == "shipped"
+    assert table["machine"]["cpu"] and table["machine"]["logical_cpus"] == 2

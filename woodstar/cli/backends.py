@@ -146,13 +146,15 @@ def _cpu_route_reports():
 
 def build_report(cuda_smoke=False):
     from .. import __version__
+    from ..calibration import table_in_use
 
     cuda = _cuda_report(cuda_smoke)
     return {"schema_version": SCHEMA_VERSION, "woodstar": __version__,
             "python": platform.python_version(), "platform": platform.platform(),
             "torch": _torch_report(), "cuda": cuda,
             "backends": _backend_reports(cuda["available"]),
-            "cpu_routes": _cpu_route_reports()}
+            "cpu_routes": _cpu_route_reports(),
+            "routing_table": table_in_use()}
 
 
 def _print_text(report, out):
@@ -178,6 +180,12 @@ def _print_text(report, out):
     print("torch backend CPU routes (first available is used):", file=out)
     for r in report["cpu_routes"]:
         print(f"  {r['name']:<14} {'yes' if r['available'] else 'no  ' + str(r['reason'])}", file=out)
+    table = report["routing_table"]
+    cpus = f", {table['logical_cpus']} logical CPUs" if table["logical_cpus"] else ""
+    print(f"routing table: {table['kind']}, measured on {table['cpu']}{cpus}, "
+          f"made {table['made'] or 'unknown'}: {table['path']}", file=out)
+    if table["ignored"]:
+        print(f"  ignored: {table['ignored']}", file=out)
 
 
 def run(args):

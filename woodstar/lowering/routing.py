@@ -61,7 +61,16 @@ def _read(path: str):
 
 
 def load_table(path=None):
-    """The routing table (a dict), or None when the file is missing or unreadable."""
+    """The routing table (a dict), or None when the file is missing or unreadable.
+    Without a path: this machine's calibrated table (``woodstar calibrate``) when one
+    exists and is valid, else the shipped one; an unusable calibrated table is ignored
+    with a ``CalibrationWarning`` (``woodstar.calibration``)."""
+    if path is None:
+        from ..calibration import calibrated_table
+
+        table = calibrated_table()
+        if table is not None:
+            return table
     return _read(str(path or TABLE_PATH))
 
 

@@ -24,6 +24,6 @@ def saved_bytes(container) -> bytes:
 def from_saved_bytes(data: bytes, device=None):
     """The container that ``data`` (written by :func:`saved_bytes`) describes, on
     ``device`` (default: where it was saved from, or the CPU when that is not here)."""
-    from ._saving import load
+    from . import load  # woodstar.load
 
     return load(io.BytesIO(data), device=device)

@@ -60,7 +60,7 @@ def _load_named(data, path):
     """Load ``data`` (read from ``path``); its errors name the path."""
     import io
 
-    from .._saving import load
+    from .. import load  # woodstar.load
     from ..exceptions import CorruptedFileError
 
     try:

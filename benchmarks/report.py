@@ -20,6 +20,7 @@ __all__ = ["write_all", "routing_table", "backend_ranking", "winners", "merge", 
 NOTES = Path(__file__).resolve().parent / "notes.md"
 SMALL_BATCHES = Path(__file__).resolve().parent / "results" / "small_batches.json"
 LINEAR = Path(__file__).resolve().parent / "results" / "linear.json"
+SPARK = Path(__file__).resolve().parent / "results" / "spark_udf.json"
 
 
 def merge(runs):
@@ -274,6 +275,31 @@ def _linear_section(path=LINEAR):
     return lines + [""]
 
 
+def _spark_section(path=SPARK):
+    """Markdown from benchmarks/spark_udf.py's results (scoring on Spark), if any."""
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text())
+    return ["## Scoring on Spark", "",
+            f"`benchmarks/spark_udf.py` ({r['date']}, {r['machine']}, Spark {r['spark']} "
+            f"`{r['master']}`, {r['partitions']} partitions; `{r['command']}`). A "
+            f"RandomForestClassifier of {r['trees']} trees of depth {r['depth']} scores "
+            f"{r['rows']:,} cached rows of 10 features, `predict_proba` as an array column into "
+            f"Spark's `noop` sink: woodstar's `predict_udf` against the same scikit-learn model "
+            f"(`n_jobs=1`) in a hand-written pandas UDF; best of {r['repeat']} warm runs. "
+            f"Fixed cost per task: a job of 8 one-row partitions divided by the tasks each "
+            f"slot ran, the first time (each Python worker imports the library and loads the "
+            f"model) and warm. The machine was shared with other jobs and noisy: read the "
+            f"figures as orders of magnitude.", "",
+            "| | woodstar UDF | native pandas UDF |", "|---|---|---|",
+            f"| seconds for {r['rows']:,} rows | {r['woodstar_seconds']} | {r['native_seconds']} |",
+            f"| rows/s | {r['woodstar_rows_per_s']:,} | {r['native_rows_per_s']:,} |",
+            f"| fixed cost per task, first (ms) | {r['woodstar_task_first_ms']} | "
+            f"{r['native_task_first_ms']} |",
+            f"| fixed cost per task, warm (ms) | {r['woodstar_task_warm_ms']} | "
+            f"{r['native_task_warm_ms']} |", ""]
+
+
 def _command(argv_text):
     """A recorded command line as the module invocation that reproduces it."""
     args = argv_text.split()[1:]
@@ -380,6 +406,7 @@ def markdown(results, table, plots, results_path, shipped=False, img_dir=None):
     if shipped:
         lines += ["", *_small_batches_section(img_dir)[0]]
         lines += _linear_section()
+        lines += _spark_section()
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",

@@ -120,6 +120,12 @@ class ConvertedModel:
         save(self, path)
         return path
 
+    def __reduce__(self):
+        # pickle, cloudpickle, joblib: through the saved format (woodstar/_pickling.py)
+        from ._pickling import from_saved_bytes, saved_bytes
+
+        return from_saved_bytes, (saved_bytes(self),)
+
     def __repr__(self):
         route = f", route={self.route!r}" if self.route != "program" else ""
         return (f"{type(self).__name__}({self.ir.head.estimator}, backend={self.backend!r}, "

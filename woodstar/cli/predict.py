@@ -29,6 +29,12 @@ def register(subparsers):
     parser.add_argument("--batch-rows", type=int, default=65536, help="rows per batch (default 65536)")
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: as saved)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--spark", metavar="MASTER", default=None,
+                        help="score a Parquet file or folder through Spark: local[N] or a master "
+                             "URL; --output becomes a folder of part files, in input order")
+    parser.add_argument("--keep", action="append", metavar="COLUMN",
+                        help="with --spark: input column(s) to copy next to the scores (ids); "
+                             "repeat or separate with commas")
     parser.set_defaults(handler=run)
 
 
@@ -190,6 +196,12 @@ def run(args):
     import woodstar
     from woodstar.exceptions import WoodstarError
 
+    if args.spark:
+        from ..spark._cli import run as run_on_spark  # woodstar/spark/_cli.py
+
+        return run_on_spark(args)
+    if args.keep:
+        return _fail("--keep is used with --spark")
     in_ext = os.path.splitext(args.input)[1].lower()
     out_ext = os.path.splitext(args.output)[1].lower()
     if in_ext not in READERS:

@@ -136,7 +136,7 @@ def test_test_input_is_optional_and_checked(backend, sk_models):
 
 
 @pytest.mark.parametrize("name, kind", [
-    ("torch", "TreeEnsembleModule"), ("torch.jit", "ScriptModule"), ("onnx", "ModelProto"),
+    ("torch", "LoweredModel"), ("torch.jit", "ScriptModule"), ("onnx", "ModelProto"),
 ])
 def test_container_false_returns_the_backend_model(name, kind, sk_models):
     available, reason = _ALIASES[name].is_available()

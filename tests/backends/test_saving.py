@@ -3,6 +3,8 @@ truncated, tampered with, foreign or carry a pickle are refused."""
 
 import io
 import json
+from pathlib import Path
+import warnings
 import os
 import pickle
 import subprocess
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 
 import woodstar
+from woodstar.backends import get_backend
 from woodstar.exceptions import CorruptedFileError, VersionMismatchWarning
 
 from ._helpers import inputs_for
@@ -159,7 +162,7 @@ def _replace_member(members, name, data):
 def test_flipped_byte_is_refused(saved, tmp_path):
     data = bytearray(saved.read_bytes())
     with zipfile.ZipFile(saved) as archive:
-        info = archive.getinfo("ir/ensemble/threshold.npy")
+        info = archive.getinfo("ir/nodes/0/threshold.npy")
     data[info.header_offset + 30 + len(info.filename) + 200] ^= 0x01  # inside the member's data
     bad = tmp_path / "flipped.zip"
     bad.write_bytes(bytes(data))
@@ -179,9 +182,9 @@ def test_truncated_file_is_refused(saved, tmp_path, keep):
 def test_member_rewritten_with_valid_zip_is_refused(saved, tmp_path):
     members = _members(saved)
     buffer = io.BytesIO()
-    threshold = np.load(io.BytesIO(members["ir/ensemble/threshold.npy"]))
+    threshold = np.load(io.BytesIO(members["ir/nodes/0/threshold.npy"]))
     np.save(buffer, threshold + 1.0)
-    members["ir/ensemble/threshold.npy"] = buffer.getvalue()
+    members["ir/nodes/0/threshold.npy"] = buffer.getvalue()
     bad = tmp_path / "rewritten.zip"
     _write(bad, members)
     with pytest.raises(CorruptedFileError, match="threshold.npy does not match its SHA-256"):
@@ -238,7 +241,7 @@ def test_pickled_array_with_matching_hash_is_refused(saved, tmp_path):
     members = _members(saved)
     buffer = io.BytesIO()
     np.save(buffer, np.array([_Boom()], dtype=object), allow_pickle=True)
-    _replace_member(members, "ir/ensemble/threshold.npy", buffer.getvalue())
+    _replace_member(members, "ir/nodes/0/threshold.npy", buffer.getvalue())
     bad = tmp_path / "pickled-array.zip"
     _write(bad, members)
     with pytest.raises(CorruptedFileError, match="is not a plain .npy array"):
@@ -270,7 +273,7 @@ def test_version_mismatch_warns(saved, tmp_path):
 
 def test_manifest_records_versions_and_hashes(saved):
     manifest = json.loads(_members(saved)["manifest.json"])
-    assert manifest["format"] == "woodstar-model" and manifest["format_version"] == 1
+    assert manifest["format"] == "woodstar-model" and manifest["format_version"] == 2
     assert {"woodstar", "torch", "numpy", "python"} <= set(manifest["versions"])
     assert manifest["backend"] == "torch.jit"
     assert set(manifest["files"]) == set(_members(saved)) - {"manifest.json", "manifest.sha256"}
@@ -304,18 +307,32 @@ def test_torchscript_saved_on_another_device_is_traced_again(saved, monkeypatch)
     np.testing.assert_array_equal(loaded.predict_proba(X), reference.predict_proba(X))
 
 
-def test_file_from_before_linear_models_loads(saved, string_label_hgb, tmp_path):
-    """Manifests written before linear models and pipeline steps existed have neither
-    key; they load as the tree model they are."""
-    model, X = string_label_hgb
-    members = _members(saved)
-    manifest = json.loads(members["manifest.json"])
-    assert manifest.pop("linear") is None and manifest.pop("steps") == []
-    members["manifest.json"] = json.dumps(manifest).encode()
-    _rehash_manifest(members)
-    old = tmp_path / "old.zip"
-    _write(old, members)
-    np.testing.assert_array_equal(woodstar.load(old).predict(X), model.predict(X))
+FORMAT_V1 = Path(__file__).resolve().parents[1] / "fixtures" / "format_v1"
+
+
+@pytest.mark.parametrize("name", ["rf_torch.predict_proba", "pipeline_logreg_torch.predict_proba",
+                                  "pipeline_logreg_torchscript.predict_proba",
+                                  "lgbm_regressor_onnx.predict"])
+def test_files_of_format_version_1_load_and_give_the_source_answers(name):
+    """Files written before the graph IR (a chain in the manifest) load as that chain;
+    each is compared with the source estimator's answer stored beside it."""
+    stem, method = name.rsplit(".", 1)
+    backend = {"torch": "torch", "torchscript": "torch.jit", "onnx": "onnx"}[stem.rsplit("_", 1)[1]]
+    available, reason = get_backend(backend).is_available()
+    if not available:
+        pytest.skip(reason)
+    manifest = json.loads(_members(FORMAT_V1 / f"{stem}.zip")["manifest.json"])
+    assert manifest["format_version"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # saved with other library versions, maybe
+        loaded = woodstar.load(FORMAT_V1 / f"{stem}.zip")
+    X = np.load(FORMAT_V1 / "inputs.npy")
+    expected = np.load(FORMAT_V1 / f"{name}.npy")
+    got = getattr(loaded, method)(X)
+    if loaded.route != "program":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_linear_coefficients_of_a_wrong_dtype_are_refused(tmp_path):
@@ -329,12 +346,12 @@ def test_linear_coefficients_of_a_wrong_dtype_are_refused(tmp_path):
     model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, X[:, 0] > 0)
     path = tmp_path / "pipe.zip"
     woodstar.convert(model, "torch").save(path)
-    for name in ("ir/linear/coef.npy", "ir/steps/0/operand_1.npy"):
+    for name in ("ir/nodes/1/coef.npy", "ir/nodes/0/operand_1.npy"):
         members = _members(path)
         buffer = io.BytesIO()
         np.save(buffer, np.load(io.BytesIO(members[name])).astype(np.int64))
         _replace_member(members, name, buffer.getvalue())
         bad = tmp_path / "bad.zip"
         _write(bad, members)
-        with pytest.raises(CorruptedFileError, match=f"{name} has dtype int64"):
+        with pytest.raises(CorruptedFileError, match="dtype int64"):
             woodstar.load(bad)

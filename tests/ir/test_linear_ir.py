@@ -43,12 +43,14 @@ def test_column_ops_validation_names_the_problem(fields, message):
 def test_model_ir_checks_feature_counts_and_final_functions():
     head = Head(estimator="Pipeline", task="classification", n_features=4, methods=("predict",),
                 classes=(np.array([0, 1, 2]),))
-    with pytest.raises(InvalidModelError, match="the linear model reads 3 features but the estimator takes 4"):
+    with pytest.raises(InvalidModelError, match=r"node 'linear' \(linear\): its input has 4 "
+                                                r"columns; this linear reads 3"):
         chain(head, linear=_linear()).validate()
     step = ColumnOps("StandardScaler", 3, ("sub",), (np.zeros(3),), (True,))
-    with pytest.raises(InvalidModelError, match="step StandardScaler reads 3 features"):
+    with pytest.raises(InvalidModelError, match=r"node 'StandardScaler' \(column_ops\): its "
+                                                r"input has 4 columns"):
         chain(head, steps=(step,), linear=_linear(coef=np.ones((2, 4)))).validate()
-    with pytest.raises(InvalidModelError, match="must be a transformer with steps"):
+    with pytest.raises(InvalidModelError, match="only a transformer may end without trees"):
         chain(head).validate()
 
 

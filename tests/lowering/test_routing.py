@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from woodstar.backends import ranking
 from woodstar.backends.ranking import choose_backend
 from woodstar.lowering import routing
 from woodstar.lowering.registry import strategy_names
@@ -137,7 +138,7 @@ def test_convert_auto_builds_the_chosen_backend(forest, monkeypatch, rng):
     import woodstar
 
     model, X = forest
-    monkeypatch.setattr(routing, "load_table", lambda path=None: {
+    monkeypatch.setattr(ranking, "load_table", lambda path=None: {
         "backends": {"entries": [{"device": "cpu", "threads": 1, "batch": 10_000,
                                   "ranking": ["no-such-backend", "torch.jit", "torch"]}]}})
     converted = woodstar.convert(model, "auto", extra_config={"n_threads": 1})

@@ -6,7 +6,7 @@ it should. ONNX-specific checks are in test_onnx_ml.py."""
 import numpy as np
 import pytest
 
-from woodstar.exceptions import ConstantError
+from woodstar.exceptions import ConstantError, MissingConverter
 from woodstar.ir.reference import predict
 from woodstar.runtimes import c_walk, onnx_ml
 from woodstar.runtimes.numpy_walk import NumpyTreeWalk
@@ -98,16 +98,18 @@ ROUTES = [pytest.param("c-walk", marks=pytest.mark.skipif(
 @pytest.mark.parametrize("route", ROUTES)
 def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, rng, route):
     model, X = forest
-    converted = woodstar.convert(model, "torch")
-    first = "c-walk" if c_walk.available() else "onnx-ml" if onnx_ml.available() else "numpy"
-    assert converted._cpu_route == first
-    converted._cpu_route = converted._single_row_route = route
-    converted._cpu_route_rows = small_batch_rows(converted.ir.ensemble, route)
-    assert converted._cpu_route_rows >= 8
+    first = "c-walk" if c_walk.available() else "onnx-ml" if onnx_ml.available() else "numpy-walk"
+    assert woodstar.convert(model, "torch").route == first
+    name = "numpy-walk" if route == "numpy" else route
+    limit = small_batch_rows(woodstar.convert(model, "torch").ir.ensemble, route)
+    converted = woodstar.convert(model, "torch", extra_config={"cpu_route": name,
+                                                               "small_batch_rows": min(limit, 10**9)})
+    assert converted.route == name and converted._routes.single_row == name
+    assert converted._routes.cpu_rows >= 8
     calls = []
-    program = converted._cpu_program("float32")
-    converted._cpu_programs[(route, "float32")] = \
-        lambda batch: calls.append(len(batch)) or program(batch)
+    runner = converted._cpu_runner(name, "float32")
+    converted._cpu_runners[(name, "float32")] = \
+        lambda batch: calls.append(len(batch)) or runner(batch)
     X_test = X[rng.integers(0, len(X), 40)].astype(np.float32)
     for i in range(20):  # one row at a time: every call goes through the route
         np.testing.assert_array_equal(converted.predict_proba(X_test[i:i + 1]),
@@ -121,29 +123,51 @@ def test_calls_up_to_the_limit_take_the_cpu_route_and_match_the_source(forest, r
     assert (len(big) in calls) == (route != "numpy")
 
 
+def test_batch_size_holds_on_the_cpu_route(forest, rng):
+    model, X = forest
+    converted = woodstar.convert(model, "torch", extra_config={"batch_size": 7})
+    assert converted.route != "program"
+    calls = []
+    runner = converted._cpu_runner(converted.route, "float32")
+    converted._cpu_runners[(converted.route, "float32")] = \
+        lambda batch: calls.append(len(batch)) or runner(batch)
+    rows = X[:30].astype(np.float32)
+    np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
+    assert calls == [7, 7, 7, 7, 2]
+
+
 @pytest.mark.parametrize("extra_config, backend", [
     ({"small_batch_rows": 0}, "torch"),
     ({"tree_implementation": "tree_trav"}, "torch"),
+    ({"cpu_route": "program"}, "torch"),
     ({}, "torch.jit"),
 ])
 def test_walk_is_off_when_asked_or_not_torch(forest, extra_config, backend):
     model, X = forest
     converted = woodstar.convert(model, backend, extra_config=extra_config)
-    assert converted._cpu_route_rows == 0
+    assert converted._routes.cpu_rows == 0
     converted.predict_proba(X[:1])
-    assert not converted._cpu_programs
+    assert not converted._cpu_runners
 
 
 def test_repr_names_the_cpu_route_where_one_runs(forest):
     model, _ = forest
     converted = woodstar.convert(model, "torch")
-    assert f"cpu_route={converted._cpu_route!r}" in repr(converted)
-    assert "cpu_route" not in repr(woodstar.convert(model, "torch",
-                                                    extra_config={"small_batch_rows": 0}))
+    assert f"route={converted.route!r}" in repr(converted)
+    assert "route=" not in repr(woodstar.convert(model, "torch",
+                                                 extra_config={"small_batch_rows": 0}))
+
+
+def test_a_route_that_cannot_take_the_model_is_refused(forest):
+    model, _ = forest
+    with pytest.raises(MissingConverter, match="cpu_route is not supported \\(got 'numpy'\\)"):
+        woodstar.convert(model, "torch", extra_config={"cpu_route": "numpy"})
+    with pytest.raises(ConstantError, match="cpu_route"):
+        woodstar.convert(model, "torch", extra_config={"cpu_route": "fast"})
 
 
 def test_small_batch_rows_is_validated(forest):
     model, _ = forest
     with pytest.raises(ConstantError, match="small_batch_rows"):
         woodstar.convert(model, "torch", extra_config={"small_batch_rows": -3})
-    assert woodstar.convert(model, "torch", extra_config={"small_batch_rows": 5})._cpu_route_rows == 5
+    assert woodstar.convert(model, "torch", extra_config={"small_batch_rows": 5})._routes.cpu_rows == 5

@@ -60,7 +60,7 @@ def test_one_value_leaves_take_onnx_ml_at_every_size_in_chunks(without_c_walk, r
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=30, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch")
-    assert converted._cpu_route == "onnx-ml"
+    assert converted.route == "onnx-ml"
     X_test = rng.normal(scale=2, size=(300, 5)).astype(np.float32)
     np.testing.assert_array_equal(converted.predict(X_test[:1]), model.predict(X_test[:1]))
     whole = converted.predict(X_test)
@@ -73,21 +73,20 @@ def test_forest_classifiers_take_it_reading_leaf_indices(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y > 0)
     converted = woodstar.convert(model, "torch")
-    assert converted._cpu_route == "onnx-ml"
-    assert converted._cpu_program("float32").leaf_indices
-    assert woodstar.convert(model, "onnx")._cpu_route is None
+    assert converted.route == "onnx-ml"
+    assert woodstar.convert(model, "onnx").route == "program"
     # One row goes to the NumPy walk (faster there), two to ONNX Runtime; same answers.
     X_test = rng.normal(size=(2, 5)).astype(np.float32)
     for rows in (1, 2):
         np.testing.assert_array_equal(converted.predict_proba(X_test[:rows]),
                                       model.predict_proba(X_test[:rows]))
-    assert set(converted._cpu_programs) == {("numpy", "float32"), ("onnx-ml", "float32")}
+    assert set(converted._cpu_runners) == {("numpy-walk", "float32"), ("onnx-ml", "float32")}
 
 
 def test_one_value_leaves_keep_onnx_ml_for_single_rows(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=5, random_state=0).fit(X, y)
-    assert woodstar.convert(model, "torch")._single_row_route == "onnx-ml"
+    assert woodstar.convert(model, "torch")._routes.single_row == "onnx-ml"
 
 
 def test_vector_leaves_in_several_blocks_are_left_to_the_walk(rng):
@@ -144,7 +143,7 @@ def test_row_blocks_on_several_threads_give_the_same_bits(without_c_walk, rng):
     X, y = _data(rng)
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch", extra_config={"n_threads": 3})
-    route = converted._cpu_program("float32")
+    route = converted._cpu_runner("onnx-ml", "float32").program
     assert route.n_threads == 3
     X_test = rng.normal(scale=2, size=(301, 5)).astype(np.float32)
     route.blocks.min_rows = 10 ** 9

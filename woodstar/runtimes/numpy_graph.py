@@ -85,7 +85,12 @@ def _linear(op, context):
 def _trees(op, context):
     dtype = context.dtype if context.dtype in ("float32", "float64") else "float64"
     program = context.tree_runtime.build(op, dtype, context.n_threads)
-    return lambda X: program(_dense(X))
+
+    def run(X):
+        return program(_dense(X))
+
+    run.program = program  # the tree runtime's own object, for inspection
+    return run
 
 
 @register_cpu_op("concat")

@@ -23,14 +23,14 @@ def _step(rng, cast):
     return ColumnOps("Scaler", N, ops, operands, (cast,) * len(ops)).validate()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("cast", [True, False])
 def _steps_route(step, dtype):
     head = Head(estimator="Test", task="transform", n_features=N, methods=("transform",))
     graph = NumpyGraph(chain(head, steps=(step,)).validate(), dtype)
     return lambda X: graph(X)[0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cast", [True, False])
 def test_steps_equal_the_reference_bit_for_bit(dtype, cast, rng):
     step = _step(rng, cast)
     X = (rng.normal(size=(300, N)) * 1000).astype(dtype)

@@ -213,9 +213,18 @@ def _checked_device(device, backend_cls=None):
     return device
 
 
+def _block(values, head, role, default=None):
+    """The columns of ``role`` (Head.blocks) in ``values``, else ``default``."""
+    span = head.block(role)
+    if span is None:
+        return default
+    return values[:, span[0]:span[1]]
+
+
 class _Regressor:
     def predict(self, X):
         _, values = self._run(X)
+        values = _block(values, self.ir.head, "value", values)
         if self.ir.head.squeeze_output and values.shape[1] == 1:
             return values[:, 0]
         return values
@@ -223,37 +232,61 @@ class _Regressor:
 
 class _Classifier:
     def predict(self, X):
-        raw, proba = self._run(X)
-        labels = self._labels(raw, proba)
-        return labels.reshape(-1, 1) if self.ir.head.labels_as_column else labels
+        raw, transformed = self._run(X)
+        head = self.ir.head
+        index = _block(transformed, head, "label_index")
+        if index is not None:
+            labels = head.classes[0].take(index[:, 0].astype(np.int64))
+        else:
+            labels = self._labels(raw, _block(transformed, head, "proba", transformed))
+        return labels.reshape(-1, 1) if head.labels_as_column else labels
 
 
 class _Proba:
     def predict_proba(self, X):
-        _, proba = self._run(X)
+        _, transformed = self._run(X)
         head = self.ir.head
+        proba = _block(transformed, head, "proba", transformed)
         if head.is_multi_output_classifier:
             bounds = np.cumsum([0, *head.class_groups])
             return [proba[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         return proba
 
 
+class _LogProba:
+    def predict_log_proba(self, X):
+        _, transformed = self._run(X)
+        head = self.ir.head
+        log_proba = _block(transformed, head, "log_proba")
+        if log_proba is not None:
+            return log_proba
+        with np.errstate(divide="ignore"):  # log(0) is -inf, as in scikit-learn
+            return np.log(_block(transformed, head, "proba", transformed))
+
+
 class _DecisionFunction:
     def decision_function(self, X):
-        raw, _ = self._run(X)
+        raw, transformed = self._run(X)
+        raw = _block(transformed, self.ir.head, "decision", raw)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
 
 class _Transformer:
     def transform(self, X):
         _, values = self._run(X)
-        return values
+        return _block(values, self.ir.head, "transform", values)
+
+
+class _ScoreSamples:
+    def score_samples(self, X):
+        _, values = self._run(X)
+        return _block(values, self.ir.head, "score_samples")[:, 0]
 
 
 class _Anomaly:
     def score_samples(self, X):
         _, scores = self._run(X)
-        return scores[:, 0]
+        return _block(scores, self.ir.head, "score_samples", scores)[:, 0]
 
     def decision_function(self, X):
         return self.score_samples(X) - self.ir.head.anomaly_offset
@@ -265,16 +298,19 @@ class _Anomaly:
 _CONTAINER_CLASSES = {}
 
 
+_OPTIONAL_MIXINS = (("predict_proba", _Proba), ("predict_log_proba", _LogProba),
+                    ("decision_function", _DecisionFunction), ("score_samples", _ScoreSamples),
+                    ("transform", _Transformer))
+
+
 def _container_class(head):
     if head.task == "anomaly":
         mixins = (_Anomaly,)
     elif head.task == "transform":
         mixins = (_Transformer,)
-    elif head.task == "classification":
-        mixins = (_Classifier,) + ((_Proba,) if "predict_proba" in head.methods else ()) \
-            + ((_DecisionFunction,) if "decision_function" in head.methods else ())
     else:
-        mixins = (_Regressor,) + ((_DecisionFunction,) if "decision_function" in head.methods else ())
+        first = _Classifier if head.task == "classification" else _Regressor
+        mixins = (first,) + tuple(m for method, m in _OPTIONAL_MIXINS if method in head.methods)
     key = tuple(m.__name__ for m in mixins)
     if key not in _CONTAINER_CLASSES:
         name = "Converted" + "".join(m.__name__.lstrip("_") for m in mixins)

@@ -2,6 +2,7 @@
 
 from . import sklearn_compose, sklearn_linear, sklearn_pipeline, sklearn_trees  # noqa: F401  (scikit-learn)
 from . import catboost, lightgbm, xgboost  # noqa: F401  (import their libraries lazily)
+from . import families  # noqa: F401  (frontends of frontends/families/)
 from .registry import find_frontend, register_frontend, supported_models
 
 __all__ = ["find_frontend", "register_frontend", "supported_models"]

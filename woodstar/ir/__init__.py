@@ -19,6 +19,7 @@ from .linear import LinearModel
 from .missing_indicator import MissingIndicator
 from .schema import InputColumn, InputSchema, SchemaBuilder
 from .tree_ensemble import LE, LT, TreeEnsemble
+from . import families  # noqa: E402,F401  (registers the ops of ir/families/)
 
 __all__ = ["Head", "TreeEnsemble", "LinearModel", "ColumnOps", "Select", "Concat",
            "OneHotEncode", "OrdinalEncode", "MissingIndicator", "ModelIR", "Graph", "Node",

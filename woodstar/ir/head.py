@@ -15,7 +15,7 @@ import numpy as np
 
 from ..exceptions import InvalidModelError
 
-__all__ = ["Head", "TASKS", "DECISION_RULES", "METHODS"]
+__all__ = ["Head", "TASKS", "DECISION_RULES", "METHODS", "BLOCK_ROLES"]
 
 TASKS = ("regression", "classification", "anomaly", "ranking", "transform")
 DECISION_RULES = (
@@ -24,7 +24,19 @@ DECISION_RULES = (
     "raw_gt_zero",  # binary on one raw margin: class 1 when raw > 0 (HistGradientBoosting)
     "raw_argmax",  # label = classes[argmax(raw)] (linear classifiers decide on scores)
 )
-METHODS = ("predict", "predict_proba", "decision_function", "score_samples", "transform")
+METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score_samples",
+           "transform")
+# Named column blocks of the transformed output, for models whose methods read more
+# than one result (``Head.blocks``): the block a method reads, instead of the default.
+BLOCK_ROLES = (
+    "proba",  # predict_proba (default: all of transformed)
+    "log_proba",  # predict_log_proba (default: log of proba)
+    "label_index",  # predict: one column, the index into classes (default: decision_rule)
+    "value",  # a regressor's predict (default: all of transformed)
+    "decision",  # decision_function (default: raw)
+    "score_samples",  # one column (default for anomaly models: transformed[:, 0])
+    "transform",  # transform (default: all of transformed)
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,6 +62,7 @@ class Head:
     allows_inf: bool = True  # the source accepts +-inf (after rounding to its precision)
     inf_rejected_features: Tuple[int, ...] = ()  # columns where the source rejects +-inf
     library_versions: Tuple[Tuple[str, str], ...] = ()
+    blocks: Tuple[Tuple[str, int, int], ...] = ()  # (role, start, stop) in transformed
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -58,6 +71,7 @@ class Head:
         if self.classes is not None:
             object.__setattr__(self, "classes", tuple(np.asarray(c) for c in self.classes))
         object.__setattr__(self, "library_versions", tuple(tuple(v) for v in self.library_versions))
+        object.__setattr__(self, "blocks", tuple((str(r), int(a), int(b)) for r, a, b in self.blocks))
         object.__setattr__(self, "inf_rejected_features",
                            tuple(int(f) for f in self.inf_rejected_features))
 
@@ -68,6 +82,13 @@ class Head:
     @property
     def is_multi_output_classifier(self) -> bool:
         return self.classes is not None and len(self.classes) > 1
+
+    def block(self, role):
+        """(start, stop) of ``role``'s columns in the transformed output, or None."""
+        for name, start, stop in self.blocks:
+            if name == role:
+                return start, stop
+        return None
 
     def replace(self, **changes) -> "Head":
         return dataclasses.replace(self, **changes)
@@ -85,6 +106,9 @@ class Head:
             fail(f"decision_rule {self.decision_rule!r} not in {DECISION_RULES}")
         if self.task == "classification" and not self.classes:
             fail("a classifier needs its classes")
+        bad = [r for r, a, b in self.blocks if r not in BLOCK_ROLES or not 0 <= a < b]
+        if bad:
+            fail(f"blocks {bad} are not (role in {BLOCK_ROLES}, start < stop)")
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             fail(f"{len(self.feature_names)} feature names for {self.n_features} features")
         return self

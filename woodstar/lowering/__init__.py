@@ -9,6 +9,7 @@ from torch import nn
 from ..ir import INPUT, ModelIR
 from ..ir.tree_ensemble import TreeEnsemble
 from . import core_ops  # noqa: F401  (registers the built-in op lowerings)
+from . import families  # noqa: F401  (registers the lowerings of lowering/families/)
 from . import trees  # noqa: F401  (registers the strategies)
 from .ops import get_lowering, lowered_kinds, register_lowering
 from .registry import get_strategy, strategy_names

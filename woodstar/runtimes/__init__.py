@@ -15,6 +15,7 @@ from ..ir.tree_ensemble import TreeEnsemble
 from . import c_walk, onnx_ml
 from .numpy_graph import NumpyGraph, register_cpu_op, cpu_op_kinds
 from .numpy_walk import NumpyTreeWalk
+from . import families  # noqa: E402,F401  (registers the NumPy ops of runtimes/families/)
 
 __all__ = ["TreeRuntime", "TREE_RUNTIMES", "tree_runtime", "tree_runtime_names", "NumpyGraph",
            "register_cpu_op", "cpu_op_kinds"]

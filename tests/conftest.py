@@ -89,7 +89,7 @@ def _keep(item):
         if (params.get("strategy"), params.get("precision")) != _chosen_pair(item, params):
             return False
     every = FRONTEND_CASE_SAMPLING.get(backend)
-    if every and any(d in item.nodeid.split("::")[0] for d in ("frontends", "families")):
+    if every and any(d in item.nodeid.split("::")[0] for d in ("frontends", "families", "model_matrix")):
         return (_case_key(item, params) // 7) % every == 0
     return True
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+from ..exceptions import InvalidModelError
 from .graph import INPUT, Graph, Node, Op, ValueType
 
 __all__ = ["GraphBuilder"]
@@ -34,7 +35,10 @@ class GraphBuilder:
         """Add a node computing ``op`` on ``inputs``; returns its output values' names.
         The op is checked against the inputs here, so a frontend fails at the node."""
         node_name = self._fresh(name or op.kind)
-        types = op.validate().output_types([self._types[v] for v in inputs])
+        try:
+            types = op.validate().output_types([self._types[v] for v in inputs])
+        except InvalidModelError as error:
+            raise InvalidModelError(f"node {node_name!r} ({op.kind}): {error}") from None
         outputs = [self._fresh(f"{node_name}:{i}" if len(types) > 1 else node_name)
                    for i in range(len(types))]
         self._types.update(zip(outputs, types))

@@ -13,9 +13,11 @@ class PostTransform(nn.Module):
         super().__init__()
         self.kind = name
         self.scale = float(scale)
+        # A tensor, not a Python float: ONNX's exporter writes a float constant as float32.
+        self.register_buffer("scale_value", torch.tensor(self.scale, dtype=torch.float64))
 
     def forward(self, raw: torch.Tensor) -> torch.Tensor:
-        z = raw * self.scale if self.scale != 1.0 else raw
+        z = raw * self.scale_value.to(raw.dtype) if self.scale != 1.0 else raw
         if self.kind == "identity":
             return z
         if self.kind == "sigmoid":
@@ -40,6 +42,16 @@ class PostTransform(nn.Module):
             p = torch.sigmoid(z)
             total = p.sum(dim=1, keepdim=True)
             # Rows whose sigmoids all round to 0 get uniform probabilities (scikit-learn).
+            zero = total == 0
+            p = torch.where(zero, torch.ones_like(p), p)
+            return p / torch.where(zero, torch.full_like(total, p.shape[1]), total)
+        if self.kind == "modified_huber_binary":
+            p = (torch.clamp(z[:, :1], -1.0, 1.0) + 1.0) / 2.0
+            return torch.cat([1.0 - p, p], dim=1)
+        if self.kind == "modified_huber":
+            p = (torch.clamp(z, -1.0, 1.0) + 1.0) / 2.0
+            total = p.sum(dim=1, keepdim=True)
+            # Rows whose clipped scores are all -1 get uniform probabilities (scikit-learn).
             zero = total == 0
             p = torch.where(zero, torch.ones_like(p), p)
             return p / torch.where(zero, torch.full_like(total, p.shape[1]), total)

@@ -75,12 +75,17 @@ def _category_column(series, column, estimator):
     import pandas as pd
 
     if not isinstance(series.dtype, pd.CategoricalDtype):
-        if series.dtype.kind not in "biuf":
-            raise ValueError(
-                f"{estimator}: column {column.name!r} was a pandas category column when the "
-                f"model was fitted; pass it as one (got dtype {series.dtype}).")
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    codes = pd.Categorical(series.astype(object), categories=list(column.category_values)).codes
+        raise ValueError(
+            f"{estimator}: column {column.name!r} was a pandas category column when the "
+            f"model was fitted; pass it as one (got dtype {series.dtype}).")
+    values = series.astype(object)
+    codes = pd.Categorical(values, categories=list(column.category_values)).codes
+    if column.unseen_category == "error":
+        unseen = (codes < 0) & ~pd.isna(values).to_numpy()
+        if unseen.any():
+            shown = sorted({str(v) for v in values[unseen]})[:10]
+            raise ValueError(f"{estimator}: column {column.name!r} holds categories not in "
+                             f"the training set: {shown}.")
     return np.where(codes < 0, np.nan, codes).astype(np.float64)
 
 
@@ -110,7 +115,8 @@ def encode_columns(X, head, schema, original=None) -> np.ndarray:
     from ._input import in_fitted_order
 
     estimator = head.estimator
-    if _is_dataframe(X):
+    frame = _is_dataframe(X)
+    if frame:
         X = in_fitted_order(X, head)
         columns = [X.iloc[:, i] for i in range(X.shape[1])]
     else:
@@ -125,8 +131,7 @@ def encode_columns(X, head, schema, original=None) -> np.ndarray:
         if column.kind == STRING:
             values = _plain(values)
             numbers = _string_column(values, column, estimator)
-        elif column.kind == CATEGORY and column.category_values is not None \
-                and hasattr(values, "cat"):
+        elif column.kind == CATEGORY and column.category_values is not None and frame:
             numbers = _category_column(values, column, estimator)
         else:
             numbers = _numbers(_plain(values), column, estimator)

@@ -5,7 +5,8 @@ arrays small) of:
 
 * ``manifest.json``: what was saved (schema in docs/backends.md), including the
   SHA-256 of every other member;
-* ``manifest.sha256``: the SHA-256 of ``manifest.json`` itself;
+* ``manifest.sha256``: the SHA-256 of ``manifest.json`` itself, which is the model's
+  digest (``container.digest``; ``woodstar.load(path, digest=...)`` checks it);
 * ``ir/nodes/<i>/<name>.npy``, ``ir/schema/<i>/<name>.npy``, ``ir/head/classes_<i>.npy``:
   the IR's arrays in NumPy's ``.npy`` format, written and read with
   ``allow_pickle=False``; the manifest's ``graph`` lists the nodes (op kind, inputs,
@@ -41,7 +42,7 @@ from .ir import (ColumnOps, Graph, Head, InputColumn, InputSchema, LinearModel, 
                  TreeEnsemble, ValueType, chain)
 from .ir.graph import op_class
 
-__all__ = ["save", "load_parts", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["save", "load_parts", "read_saved", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "woodstar-model"
 FORMAT_VERSION = 2
@@ -125,7 +126,8 @@ def _schema_meta(schema, members):
         entry = {"name": column.name, "kind": column.kind,
                  "vocabulary": None if column.vocabulary is None else list(column.vocabulary),
                  "category_values": None, "allowed": None,
-                 "allowed_missing": column.allowed_missing, "check_owner": column.check_owner}
+                 "allowed_missing": column.allowed_missing, "check_owner": column.check_owner,
+                 "unseen_category": column.unseen_category}
         if column.category_values is not None:
             stored, as_object = _classes_for_saving(np.asarray(column.category_values,
                                                                dtype=object))
@@ -182,6 +184,9 @@ def save(container, path):
     manifest_bytes = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
     members[MANIFEST] = manifest_bytes
     members[MANIFEST_HASH] = _sha256(manifest_bytes).encode("ascii")
+    # The model's digest (Hummingbird's load(location, digest)): the manifest's SHA-256,
+    # which covers every member through their SHA-256 in "files".
+    container.digest = _sha256(manifest_bytes)
     if hasattr(path, "write"):
         _write_zip(path, members)
         return
@@ -336,7 +341,8 @@ def _build_schema(meta, members, source):
             name=str(entry["name"]), kind=str(entry["kind"]),
             vocabulary=None if entry["vocabulary"] is None else tuple(entry["vocabulary"]),
             category_values=category_values, allowed=allowed,
-            allowed_missing=bool(entry["allowed_missing"]), check_owner=str(entry["check_owner"])))
+            allowed_missing=bool(entry["allowed_missing"]), check_owner=str(entry["check_owner"]),
+            unseen_category=str(entry.get("unseen_category", "missing"))))
     return InputSchema(tuple(columns))
 
 
@@ -394,11 +400,20 @@ def load_parts(path, device=None):
     """Read a model written by ``container.save``: (IR, backend class, options, device,
     programs by precision). ``device``: where to run it; by default where it was saved
     from, or the CPU when that device is not here."""
+    return read_saved(path, device)[:5]
+
+
+def read_saved(path, device=None, digest=None):
+    """``load_parts`` and the file's digest (the SHA-256 of its manifest); a given
+    ``digest`` that differs is a CorruptedFileError, before anything is built."""
     from .backends import all_backends, get_backend
     from .lowering import get_strategy, lower_model
 
     source = repr(os.fspath(path)) if not hasattr(path, "read") else "the file"
     members = _read_members(path, source)
+    saved_digest = _sha256(members[MANIFEST])
+    if digest is not None and str(digest).strip().lower() != saved_digest:
+        raise _corrupted(source, f"its digest is {saved_digest}, not the expected {digest!r}")
     manifest = _check_manifest(members, source)
     try:
         backend_name = manifest["backend"]
@@ -440,4 +455,4 @@ def load_parts(path, device=None):
                                      f"({type(error).__name__}: {error})") from None
     if (options.precision or "float32") not in programs:
         raise _corrupted(source, "the default program is missing")
-    return ir, backend_cls, options, device, programs
+    return ir, backend_cls, options, device, programs, saved_digest

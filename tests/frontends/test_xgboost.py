@@ -285,8 +285,6 @@ def test_dataframe_categories_are_recoded_by_value(categories, backend, rng):
           "float32", tol=TOL, what="Booster")
 
 
-@pytest.mark.xfail(strict=True, reason="the input edge reads a category outside the training "
-                                       "ones as missing; XGBoost refuses it")
 @pytest.mark.parametrize("categories", [[1, 2, 3, 7], ["b", "a", "zz", "c"]],
                          ids=["integers", "strings"])
 def test_unseen_category_is_refused_as_xgboost_refuses_it(categories, rng):

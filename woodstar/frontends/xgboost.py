@@ -132,7 +132,9 @@ def _schema(names, category_values):
     re-codes a DataFrame by value), every other column is a plain number."""
     return InputSchema(tuple(
         InputColumn(name, kind=FLOAT) if values is None
-        else InputColumn(name, kind=CATEGORY, category_values=values)
+        # XGBoost refuses a category beyond its training ones (and silently takes the
+        # next larger one's code for a value between them): woodstar refuses both.
+        else InputColumn(name, kind=CATEGORY, category_values=values, unseen_category="error")
         for name, values in zip(names, category_values)))
 
 

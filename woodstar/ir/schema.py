@@ -12,7 +12,9 @@ builds it from what the user passes, column by column, following the schema:
 * ``category`` columns with ``category_values`` (LightGBM's and XGBoost's pandas
   categories): a DataFrame's values become their code in that list, as those
   libraries re-code a DataFrame; an array is read as codes already, as they read it.
-  Values outside the list, and missing ones, become NaN.
+  Missing values become NaN; values outside the list become NaN (LightGBM) or are
+  refused (``unseen_category="error"``, XGBoost). A DataFrame column that is not of
+  category dtype is refused, as both libraries refuse it.
 
 ``allowed`` (codes or values) and ``allowed_missing`` record a check that the source
 performs before computing (an encoder with ``handle_unknown="error"``): the edge
@@ -41,6 +43,7 @@ class InputColumn:
     kind: str = FLOAT
     vocabulary: Optional[Tuple[str, ...]] = None  # string columns: code i is vocabulary[i]
     category_values: Optional[tuple] = None  # category columns re-coded from DataFrames
+    unseen_category: str = "missing"  # a DataFrame value outside them: "missing" or "error"
     allowed: Optional[np.ndarray] = None  # values (codes) the source accepts, sorted
     allowed_missing: bool = True
     check_owner: str = ""  # the estimator whose check ``allowed`` repeats

@@ -6,6 +6,7 @@ reads (``schema``) and the ``graph`` of ops that computes its results (see
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional, Tuple
 
 from ..exceptions import InvalidModelError
@@ -48,17 +49,17 @@ class ModelIR:
         nodes = self.graph.nodes_of(kind)
         return nodes[0].op if len(nodes) == 1 else None
 
-    @property
+    @cached_property
     def ensemble(self) -> Optional[TreeEnsemble]:
         """The tree ensemble, where the graph holds exactly one."""
         return self._only("trees")
 
-    @property
+    @cached_property
     def linear(self) -> Optional[LinearModel]:
         """The linear model, where the graph holds exactly one."""
         return self._only("linear")
 
-    @property
+    @cached_property
     def final(self):
         """The op that writes the raw scores (None for a transformer)."""
         for node in self.graph.nodes:
@@ -66,12 +67,12 @@ class ModelIR:
                 return node.op if node.kind in FINAL_KINDS else None
         return None
 
-    @property
+    @cached_property
     def steps(self) -> Tuple[ColumnOps, ...]:
         """The column-wise ops, in order (every one, wherever it sits)."""
         return tuple(n.op for n in self.graph.nodes_of("column_ops"))
 
-    @property
+    @cached_property
     def is_tree_chain(self) -> bool:
         """Input -> column-wise steps (maybe none) -> one tree ensemble, nothing else:
         the shape the tree runtimes take whole."""
@@ -79,7 +80,7 @@ class ModelIR:
         return kinds.count("trees") == 1 and kinds[-1] == "trees" \
             and set(kinds[:-1]) <= {"column_ops"} and not self.schema.string_columns
 
-    @property
+    @cached_property
     def follows_input_dtype(self) -> bool:
         """Whether the source computes in the input's float dtype (scalers keep float32
         as float32; linear models multiply in the input's dtype), rather than rounding
@@ -87,7 +88,7 @@ class ModelIR:
         first = self.graph.consumers("input")
         return not (len(first) == 1 and first[0].kind == "trees")
 
-    @property
+    @cached_property
     def input_precision(self) -> str:
         """The precision the source reads its input in, first thing: the trees' own
         when they read the input, else float64."""

@@ -24,6 +24,7 @@ raises the source's ``ValueError``, naming the column.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional, Tuple
 
 import numpy as np
@@ -88,7 +89,7 @@ class InputSchema:
     def value_type(self) -> ValueType:
         return ValueType(tuple(c.kind for c in self.columns))
 
-    @property
+    @cached_property
     def needs_encoding(self) -> bool:
         """Whether any column is more than a plain number at the edge."""
         return any(c.kind == STRING or c.category_values is not None or c.allowed is not None

@@ -237,20 +237,27 @@ def test_saved_models_with_strings_load_in_a_fresh_process(fitted, rng, tmp_path
     assert out.stdout.strip() == "same", out.stderr
 
 
-def test_cli_predicts_a_csv_with_string_columns(fitted, rng, tmp_path):
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_cli_predicts_a_file_with_string_columns(fitted, rng, tmp_path, suffix):
     model = fitted["logreg"]
     import joblib
 
     joblib.dump(model, tmp_path / "model.joblib")
     X = frame(rng, 50, unseen=True)
-    X.to_csv(tmp_path / "x.csv", index=False)
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+        X.to_parquet(tmp_path / "x.parquet", index=False)
+        read = pd.read_parquet
+    else:
+        X.to_csv(tmp_path / "x.csv", index=False)
+        read = pd.read_csv
     run = [sys.executable, "-m", "woodstar.cli"]
     subprocess.run(run + ["convert", str(tmp_path / "model.joblib"), "--backend", "torch", "-o", str(tmp_path / "m.zip")],
                    check=True, capture_output=True)
-    out = subprocess.run(run + ["predict", str(tmp_path / "m.zip"), "--input", str(tmp_path / "x.csv"),
-                                "--output", str(tmp_path / "p.csv"), "--method", "predict_proba"],
-                         capture_output=True, text=True)
+    out = subprocess.run(run + ["predict", str(tmp_path / "m.zip"), "--input",
+                                str(tmp_path / f"x{suffix}"), "--output", str(tmp_path / "p.csv"),
+                                "--method", "predict_proba"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     got = pd.read_csv(tmp_path / "p.csv").to_numpy()
-    expected = model.predict_proba(pd.read_csv(tmp_path / "x.csv"))
+    expected = model.predict_proba(read(tmp_path / f"x{suffix}"))
     np.testing.assert_allclose(got, expected, rtol=1e-12)

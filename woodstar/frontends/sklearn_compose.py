@@ -270,14 +270,26 @@ def _record_check(composer, value, encoder, codes, imputed_ok=True):
                             check_owner=owner)
 
 
-@transformer("OneHotEncoder")
-def _one_hot(encoder, composer, value):
+def _probe_encoder(encoder, composer, value):
+    """The categories as the graph sees them, the encoder's output on them (row k holds
+    each column's category k), and its output on values never seen (None where it
+    refuses them: the edge then checks them)."""
+    owner = type(encoder).__name__
     check_fitted(encoder, "categories_")
-    composer.refuse_sparse(value, "OneHotEncoder")
-    owner = "OneHotEncoder"
+    composer.refuse_sparse(value, owner)
     codes = [_category_codes(composer, value, j, c, owner)[0]
              for j, c in enumerate(encoder.categories_)]
     seen = _transform(encoder, _probe_frame(encoder, encoder.categories_))
+    if encoder.handle_unknown == "error":
+        _record_check(composer, value, encoder, codes)
+        return codes, seen, None
+    unseen = _transform(encoder, _probe_frame(encoder, _unseen_values(encoder.categories_)))[0]
+    return codes, seen, unseen
+
+
+@transformer("OneHotEncoder")
+def _one_hot(encoder, composer, value):
+    codes, seen, unseen = _probe_encoder(encoder, composer, value)
     widths = list(encoder._n_features_outs)
     starts = np.concatenate([[0], np.cumsum(widths)]).astype(int)
     outputs = []
@@ -285,39 +297,26 @@ def _one_hot(encoder, composer, value):
         block = seen[:len(c), starts[j]:starts[j + 1]]
         hit = block.any(axis=1)
         outputs.append(np.where(hit, starts[j] + np.argmax(block, axis=1), -1))
-    if encoder.handle_unknown == "error":
-        unknown = [-1] * len(codes)
-        _record_check(composer, value, encoder, codes)
-    else:
-        row = _transform(encoder, _probe_frame(encoder, _unseen_values(encoder.categories_)))[0]
-        unknown = []
+    unknown = [-1] * len(codes)
+    if unseen is not None:
         for j in range(len(codes)):
-            block = row[starts[j]:starts[j + 1]]
-            unknown.append(int(starts[j] + np.argmax(block)) if block.any() else -1)
+            block = unseen[starts[j]:starts[j + 1]]
+            unknown[j] = int(starts[j] + np.argmax(block)) if block.any() else -1
     op = OneHotEncode(n_features=len(codes), n_outputs=int(starts[-1]), categories=codes,
                       outputs=outputs, unknown=unknown, dtype=np.dtype(encoder.dtype).name,
                       sparse=bool(encoder.sparse_output))
-    (out,) = composer.add(op, [value], owner, sparse=bool(encoder.sparse_output))
+    (out,) = composer.add(op, [value], "OneHotEncoder", sparse=bool(encoder.sparse_output))
     return out
 
 
 @transformer("OrdinalEncoder")
 def _ordinal(encoder, composer, value):
-    check_fitted(encoder, "categories_")
-    composer.refuse_sparse(value, "OrdinalEncoder")
-    owner = "OrdinalEncoder"
-    codes = [_category_codes(composer, value, j, c, owner)[0]
-             for j, c in enumerate(encoder.categories_)]
-    seen = _transform(encoder, _probe_frame(encoder, encoder.categories_))
+    codes, seen, unseen = _probe_encoder(encoder, composer, value)
     outputs = [seen[:len(c), j] for j, c in enumerate(codes)]
-    if encoder.handle_unknown == "error":
-        unknown = [np.nan] * len(codes)
-        _record_check(composer, value, encoder, codes)
-    else:
-        unknown = _transform(encoder, _probe_frame(encoder, _unseen_values(encoder.categories_)))[0]
+    unknown = [np.nan] * len(codes) if unseen is None else unseen
     op = OrdinalEncode(n_features=len(codes), categories=codes, outputs=outputs,
                        unknown=tuple(unknown), dtype=np.dtype(encoder.dtype).name)
-    (out,) = composer.add(op, [value], owner)
+    (out,) = composer.add(op, [value], "OrdinalEncoder")
     return out
 
 

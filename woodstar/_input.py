@@ -1,8 +1,10 @@
 """Input checking at the container's edge: once per call, never inside the model.
 
-Everything the user may pass (NumPy arrays of any real dtype and memory order, pandas
-DataFrames, lists, torch tensors) becomes one C-contiguous float array of the
-route's dtype, or a ValueError that says what was expected and what came. Columns
+Everything the user may pass (NumPy arrays of any real dtype and memory order, object
+arrays and DataFrame columns holding numbers, pandas DataFrames, lists, torch tensors,
+``scipy.sparse`` matrices, made dense here: absent entries are zeros, as scikit-learn
+reads them) becomes one C-contiguous float array of the route's dtype, or a ValueError
+that says what was expected and what came. Columns
 that the schema says are strings or re-coded categories are encoded first
 (``_encode.py``).
 """
@@ -37,25 +39,51 @@ def in_fitted_order(X, head: Head):
     return X
 
 
+def _is_sparse(X):
+    return type(X).__module__.startswith("scipy.sparse") and hasattr(X, "toarray")
+
+
+def _object_column(column):
+    """An object column's values as float64 (numbers, missing values as NaN), or None
+    when some value is not a number."""
+    try:
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return None
+
+
 def _from_dataframe(X, head: Head) -> np.ndarray:
     X = in_fitted_order(X, head)
-    bad = []
-    for name, dtype in zip(X.columns, X.dtypes):
+    bad, numbers = [], {}
+    for i, (name, dtype) in enumerate(zip(X.columns, X.dtypes)):
         kind = getattr(dtype, "kind", "O")
         if str(dtype) == "category":
             if getattr(dtype.categories.dtype, "kind", "O") not in "biuf":
                 bad.append(f"{name!r} (category of {dtype.categories.dtype})")
+        elif kind == "O":  # numbers held as Python objects, as scikit-learn takes them
+            values = _object_column(X.iloc[:, i])
+            if values is None:
+                bad.append(f"{name!r} ({dtype})")
+            numbers[i] = values
         elif kind not in "biuf":
             bad.append(f"{name!r} ({dtype})")
     if bad:
         raise ValueError(
             f"{head.estimator} takes numeric features; non-numeric column(s): {', '.join(bad)}.")
-    return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    if not numbers:
+        return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    out = np.empty(X.shape, dtype=np.float64)
+    for i in range(X.shape[1]):
+        out[:, i] = numbers[i] if i in numbers else \
+            X.iloc[:, i].to_numpy(dtype=np.float64, na_value=np.nan)
+    return out
 
 
 def _as_array(X, head: Head) -> np.ndarray:
     if _is_dataframe(X):
         return _from_dataframe(X, head)
+    if _is_sparse(X):
+        X = X.toarray()
     if type(X).__module__.startswith("torch"):
         X = X.detach().cpu().numpy()
     if not isinstance(X, np.ndarray):
@@ -79,6 +107,8 @@ def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") 
     """Validate ``X`` for ``head`` and ``schema`` and return it as C-contiguous ``dtype``
     (no copy when it already is one). ``source_precision`` is the precision the source
     library rounds inputs to: a float64 beyond float32's range is an infinity to it."""
+    if _is_sparse(X):
+        X = X.toarray()
     if schema is not None and schema.needs_encoding:
         X = encode_columns(X, head, schema)
     X = _as_array(X, head)

@@ -1,6 +1,7 @@
 """``extra_config`` validated once, in ``convert``, into an immutable Options."""
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -37,6 +38,9 @@ class Options:
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET
     small_batch_rows: Optional[int] = None  # None: the measured default; 0: off
     cpu_route: Optional[str] = None  # None: the plan's choice (woodstar/plan.py)
+    # Hummingbird's post_transform: None keeps the model's own; "raw": predict_proba
+    # gives the raw scores; "LOGISTIC"/"SOFTMAX"/"TWEEDIE": must be the model's own.
+    post_transform: Optional[str] = None
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -67,11 +71,16 @@ def parse_options(extra_config) -> Options:
         return Options()
     if not isinstance(extra_config, dict):
         raise ConstantError(f"extra_config must be a dict (got {type(extra_config).__name__}).")
-    unknown = sorted(str(k) for k in extra_config if k not in C.KNOWN_KEYS)
+    unknown = sorted(str(k) for k in extra_config
+                     if k not in C.KNOWN_KEYS and k not in C.IGNORED_KEYS)
     if unknown:
         raise ConstantError(
             f"Unknown extra_config key(s) {', '.join(map(repr, unknown))}; "
-            f"known keys: {', '.join(C.KNOWN_KEYS)}.")
+            f"known keys: {', '.join((*C.KNOWN_KEYS, *C.IGNORED_KEYS))}.")
+    for key, why in C.IGNORED_KEYS.items():
+        if key in extra_config:
+            warnings.warn(f"extra_config[{key!r}] has no effect in woodstar: {why}.",
+                          UserWarning, stacklevel=3)
     cfg = extra_config
     fields = {}
     if cfg.get(C.N_THREADS) is not None:
@@ -93,10 +102,22 @@ def parse_options(extra_config) -> Options:
         fields["tvm_max_fuse_depth"] = _positive_int(C.TVM_MAX_FUSE_DEPTH, cfg[C.TVM_MAX_FUSE_DEPTH])
     if C.TVM_PAD_INPUT in cfg:
         fields["tvm_pad_input"] = bool(cfg[C.TVM_PAD_INPUT])
-    if cfg.get(C.INPUT_NAMES) is not None:
-        fields["input_names"] = _names(C.INPUT_NAMES, cfg[C.INPUT_NAMES])
-    if cfg.get(C.OUTPUT_NAMES) is not None:
-        fields["output_names"] = _names(C.OUTPUT_NAMES, cfg[C.OUTPUT_NAMES])
+    for key, old_key, field in ((C.INPUT_NAMES, C.ONNX_INPUT_NAMES, "input_names"),
+                                (C.OUTPUT_NAMES, C.ONNX_OUTPUT_NAMES, "output_names")):
+        if cfg.get(key) is not None and cfg.get(old_key) is not None:
+            raise ConstantError(f"extra_config has both {key!r} and its earlier name "
+                                f"{old_key!r}; give one.")
+        for name in (key, old_key):
+            if cfg.get(name) is not None:
+                fields[field] = _names(name, cfg[name])
+    if C.POST_TRANSFORM in cfg:
+        value = cfg[C.POST_TRANSFORM]
+        if value not in C.POST_TRANSFORMS:
+            raise ConstantError(
+                f"extra_config[{C.POST_TRANSFORM!r}] is not supported (got {value!r}); "
+                f"supported: None (raw scores), "
+                f"{', '.join(map(repr, C.POST_TRANSFORMS[1:]))}.")
+        fields["post_transform"] = "raw" if value is None else value
     if C.CONTAINER in cfg:
         fields["container"] = bool(cfg[C.CONTAINER])
     if cfg.get(C.MEMORY_BUDGET_BYTES) is not None:

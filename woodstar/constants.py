@@ -1,5 +1,12 @@
 """Keys accepted in ``extra_config``; the strings are Hummingbird's, so existing
-configuration dictionaries keep their meaning."""
+configuration dictionaries keep their meaning.
+
+Every name of Hummingbird's ``hummingbird.ml.constants`` is here (and the older
+``N_FEATURES``, ``ONNX_INITIAL_TYPES``, ``ONNX_INPUT_NAMES``, ``ONNX_OUTPUT_NAMES``),
+plus ``POST_TRANSFORM`` and its values from Hummingbird's operator converters. Keys
+that do nothing here (``IGNORED_KEYS``) are accepted with a one-line warning saying
+why; any other unknown key is a ``ConstantError``.
+"""
 
 __all__ = [
     "N_THREADS",
@@ -16,7 +23,19 @@ __all__ = [
     "MEMORY_BUDGET_BYTES",
     "SMALL_BATCH_ROWS",
     "CPU_ROUTE",
+    "REMAINDER_SIZE",
+    "MAX_STRING_LENGTH",
+    "N_FEATURES",
+    "ONNX_INITIAL_TYPES",
+    "ONNX_INPUT_NAMES",
+    "ONNX_OUTPUT_NAMES",
+    "POST_TRANSFORM",
+    "SIGMOID",
+    "SOFTMAX",
+    "TWEEDIE",
+    "POST_TRANSFORMS",
     "KNOWN_KEYS",
+    "IGNORED_KEYS",
 ]
 
 N_THREADS = "n_threads"
@@ -40,6 +59,12 @@ TVM_PAD_INPUT = "tvm_pad_prediction_inputs"
 INPUT_NAMES = "input_names"
 OUTPUT_NAMES = "output_names"
 
+ONNX_INPUT_NAMES = "onnx_input_names"
+"""Hummingbird's earlier name of ``input_names``; read as it."""
+
+ONNX_OUTPUT_NAMES = "onnx_output_names"
+"""Hummingbird's earlier name of ``output_names``; read as it."""
+
 CONTAINER = "container"
 """False returns the raw backend model instead of the container."""
 
@@ -58,6 +83,35 @@ execution plan's choice), "program" (the Torch program), "numpy" (models without
 trees), or a tree runtime: "c-walk", "onnx-ml", "numpy-walk" (woodstar/plan.py). A
 route that cannot take the model is refused at convert time."""
 
+REMAINDER_SIZE = "remainder_size"
+"""Hummingbird's size of the short last batch; ``convert_batch`` takes it as an
+argument. In ``convert``'s ``extra_config`` it has no effect (ignored, with a warning):
+every woodstar backend takes any batch size."""
+
+MAX_STRING_LENGTH = "max_string_length"
+"""Hummingbird's longest string feature. No effect here (ignored, with a warning):
+string columns are encoded to vocabulary indices at the input edge, of any length."""
+
+N_FEATURES = "n_features"
+"""Hummingbird's (earlier) input width. No effect here: the width is the model's."""
+
+ONNX_INITIAL_TYPES = "onnx_initial_types"
+"""Hummingbird's (earlier) ONNX input types. No effect here: input types follow the
+model and the input's dtype."""
+
+POST_TRANSFORM = "post_transform"
+"""Hummingbird's post-transform of a classifier's scores. ``None`` makes
+``predict_proba`` return the raw scores (the margin: one column for a binary
+classifier, one per class otherwise; ``predict`` keeps the source's labels and
+``predict_log_proba`` is dropped). ``SIGMOID``, ``SOFTMAX``, ``TWEEDIE``: accepted when
+they name the model's own post-transform (no change), refused otherwise."""
+
+SIGMOID = "LOGISTIC"
+SOFTMAX = "SOFTMAX"
+TWEEDIE = "TWEEDIE"
+POST_TRANSFORMS = (None, SIGMOID, SOFTMAX, TWEEDIE)
+"""The values of ``post_transform``, Hummingbird's."""
+
 KNOWN_KEYS = (
     N_THREADS,
     BATCH_SIZE,
@@ -73,4 +127,17 @@ KNOWN_KEYS = (
     MEMORY_BUDGET_BYTES,
     SMALL_BATCH_ROWS,
     CPU_ROUTE,
+    ONNX_INPUT_NAMES,
+    ONNX_OUTPUT_NAMES,
+    POST_TRANSFORM,
 )
+
+IGNORED_KEYS = {
+    REMAINDER_SIZE: "every woodstar backend takes any batch size (convert_batch takes "
+                    "remainder_size as an argument)",
+    MAX_STRING_LENGTH: "string columns are encoded to vocabulary indices at the input "
+                       "edge, whatever their length",
+    N_FEATURES: "the input width is the model's own",
+    ONNX_INITIAL_TYPES: "input types follow the model and the input's dtype",
+}
+"""Hummingbird's keys that have no effect here -> why (the warning's text)."""

@@ -13,7 +13,7 @@ import pytest
 sklearn = pytest.importorskip("sklearn")
 from sklearn import linear_model as lm  # noqa: E402
 from sklearn import svm  # noqa: E402
-from sklearn.decomposition import PCA  # noqa: E402
+from sklearn.kernel_approximation import Nystroem  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.impute import SimpleImputer  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
@@ -22,6 +22,7 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, Stan
 import woodstar  # noqa: E402
 from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
 from woodstar.frontends import find_frontend  # noqa: E402
+from woodstar.frontends.sklearn_pipeline import column_wise_ops  # noqa: E402
 
 from .._parity import assert_parity  # noqa: E402
 
@@ -256,19 +257,64 @@ def test_imputers_that_add_indicators_or_drop_empty_features(imputer, rng):
 
 
 @pytest.mark.parametrize("imputer, message", [
-    (SimpleImputer(missing_values=0.0), "missing_values is not supported \\(got 0.0\\)"),
+    (SimpleImputer(missing_values="x", strategy="most_frequent"),
+     "missing_values is not supported \\(got 'x'\\); supported: np.nan or a finite number"),
 ])
 def test_unsupported_imputers_are_refused_with_the_reason(imputer, message, rng):
-    X = _fresh_rows(rng, 50)
-    X[:, 2] = np.nan
-    X[0, 0] = 0.0
-    if not np.isnan(imputer.missing_values):  # it would refuse the NaN column
-        X = np.nan_to_num(X)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the empty column's warning
-        model = make_pipeline(imputer, StandardScaler()).fit(X)
+    X = _fresh_rows(rng, 50).astype(object)
     with pytest.raises(MissingConverter, match=message):
-        woodstar.convert(model, "torch")
+        column_wise_ops(imputer.fit(X))
+
+
+MISSING_NUMBERS = [0, -1, 0.0, np.float64(-1.0), 2.5]
+
+
+def _rows_with(value, rng, n):
+    X = np.round(_fresh_rows(rng, n, spread=(1,)) * 2) / 2  # halves: the value recurs
+    X[rng.random(X.shape) < 0.15] = value
+    return X
+
+
+@pytest.mark.parametrize("missing", MISSING_NUMBERS)
+@pytest.mark.parametrize("strategy", ["mean", "median", "most_frequent", "constant"])
+@pytest.mark.parametrize("fit_dtype", [np.float64, np.float32])
+def test_imputer_with_a_number_as_missing_values_is_sklearns_to_the_bit(missing, strategy,
+                                                                        fit_dtype, rng):
+    """X == missing_values is replaced by the statistic, compared as NumPy compares (a
+    Python number in X's dtype); the IR, the NumPy route and the Torch module agree."""
+    import torch
+
+    from woodstar.lowering.column_ops import ColumnOpsModule
+
+    X = _rows_with(missing, rng, 300)
+    imputer = SimpleImputer(missing_values=missing, strategy=strategy, fill_value=0.3,
+                            keep_empty_features=True).fit(X.astype(fit_dtype))
+    op = column_wise_ops(imputer)
+    assert op.ops == ("fill_value",)
+    fresh = _rows_with(missing, rng, 200)
+    for X_in in (fresh, fresh.astype(np.float32)):
+        expected = imputer.transform(X_in)
+        for got in (op.apply(X_in), ColumnOpsModule(op, str(X_in.dtype))(torch.from_numpy(X_in)).numpy()):
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("missing", [0, -1.0])
+def test_imputer_with_a_number_as_missing_values_converts_alone_and_in_a_pipeline(missing, rng):
+    X = _rows_with(missing, rng, 300)
+    y = _targets(X, "multi", rng)
+    imputer = SimpleImputer(missing_values=missing).fit(X)
+    pipeline = make_pipeline(SimpleImputer(missing_values=missing), StandardScaler(),
+                             lm.LogisticRegression()).fit(X, y)
+    fresh = _rows_with(missing, rng, 120)
+    for config in ({}, {"small_batch_rows": 0}):
+        np.testing.assert_array_equal(
+            woodstar.convert(imputer, "torch", extra_config=config).transform(fresh),
+            imputer.transform(fresh))
+        converted = woodstar.convert(pipeline, "torch", extra_config=config)
+        assert assert_parity(converted, pipeline, fresh, "float64", tolerance=1e-12) == 3
+    with pytest.raises(ValueError, match="NaN"):
+        converted.predict(np.full((1, N_FEATURES), np.nan))  # scikit-learn refuses it too
 
 
 def test_outputs_follow_the_input_dtype_like_sklearn(rng):
@@ -367,18 +413,44 @@ def test_wrong_feature_count_is_refused():
 
 
 def test_unsupported_pipeline_step_names_what_is_supported(rng):
-    model = make_pipeline(PCA(2), lm.LogisticRegression()).fit(
+    model = make_pipeline(Nystroem(n_components=5), lm.LogisticRegression()).fit(
         _fresh_rows(rng, 100), rng.integers(0, 2, 100))
-    with pytest.raises(MissingConverter, match=r"Cannot convert PCA: this transformer is not "
-                                               r"supported \(got 'PCA'\); supported: "
-                                               r"ColumnTransformer, FeatureUnion"):
+    with pytest.raises(MissingConverter, match=r"Cannot convert Nystroem: this transformer is not "
+                                               r"supported \(got 'Nystroem'\); supported: "
+                                               r".*StandardScaler"):
         woodstar.convert(model, "torch")
 
 
-def test_modified_huber_is_refused_with_the_reason(rng):
-    model = lm.SGDClassifier(loss="modified_huber").fit(_fresh_rows(rng, 100), rng.integers(0, 2, 100))
-    with pytest.raises(MissingConverter, match="loss is not supported \\(got 'modified_huber'\\)"):
-        woodstar.convert(model, "torch")
+@pytest.mark.parametrize("backend", ["torch", "torch.jit"])
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_modified_huber_predict_proba_is_sklearns_to_the_bit(n_classes, backend, rng):
+    """Binary: (clip(decision, -1, 1) + 1) / 2 beside its complement; several classes:
+    normalised, uniform where every clipped score is -1 (the all-zero rule)."""
+    X = _fresh_rows(rng, 300, spread=(1,))
+    y = rng.integers(0, n_classes, 300)
+    model = lm.SGDClassifier(loss="modified_huber", random_state=0).fit(X, y)
+    fresh = _fresh_rows(rng, 200, spread=(0.5, 1, 10))
+    converted = woodstar.convert(model, backend)
+    expected = model.predict_proba(fresh)
+    got = converted.predict_proba(fresh)
+    if backend == "torch":  # the default route: scikit-learn's own NumPy expressions
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(converted.predict(fresh), model.predict(fresh))
+
+
+def test_modified_huber_rows_clipped_to_minus_one_everywhere_are_uniform():
+    import torch
+
+    from woodstar.ir.transforms import apply_post_transform
+    from woodstar.lowering.post_transforms import PostTransform
+
+    raw = np.array([[-5.0, -1.0, -3.0], [0.5, -2.0, 3.0], [-1.0, -1.0, -1.0]])
+    expected = np.array([[1 / 3] * 3, [0.75 / 1.75, 0.0, 1 / 1.75], [1 / 3] * 3])
+    for got in (apply_post_transform("modified_huber", raw),
+                PostTransform("modified_huber")(torch.from_numpy(raw)).numpy()):
+        np.testing.assert_allclose(got, expected, rtol=1e-15)
 
 
 def test_multilabel_ridge_classifier_is_refused(rng):

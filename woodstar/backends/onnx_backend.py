@@ -10,6 +10,11 @@ model. (With torch 2.13 the TorchScript exporter cannot export ``trunc``, used b
 categorical splits, and gave wrong answers for HistGradientBoosting in a trial: the
 check is what keeps such a model from being returned.)
 
+Opset: the default exporter writes opset 18; a lower ``onnx_target_opset`` is reached with
+ONNX's version converter, which has adapters down to opset 13 for every operator the
+lowered models use (below that it lacks some, e.g. ``Identity`` from 16, ``Shape`` from
+15): a target below ``MIN_TARGET_OPSET`` is refused at once with a ConstantError.
+
 Threads: ONNX Runtime's setting is per session (``SessionOptions.intra_op_num_threads``),
 so ``n_threads`` never changes anything process-wide.
 
@@ -25,11 +30,13 @@ import warnings
 import numpy as np
 import torch
 
-from ..exceptions import MissingBackend
+from ..exceptions import ConstantError, MissingBackend
 from ._base import Runner, cuda_index
 from .registry import register_backend
 
-__all__ = ["OnnxBackend", "export_onnx"]
+__all__ = ["OnnxBackend", "export_onnx", "MIN_TARGET_OPSET"]
+
+MIN_TARGET_OPSET = 13
 
 INSTALL = "pip install 'woodstar[onnx]' (onnx, onnxruntime, onnxscript)"
 DEFAULT_INPUT_NAMES = ("input_0",)
@@ -137,6 +144,11 @@ def export_onnx(module, options):
     module = module.to("cpu")
     example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
     target = options.onnx_target_opset
+    if target is not None and target < MIN_TARGET_OPSET:
+        raise ConstantError(
+            f"extra_config['onnx_target_opset'] must be at least {MIN_TARGET_OPSET} for the "
+            f"onnx backend (got {target}): ONNX's version converter cannot bring the "
+            f"exported model (opset 18) below opset {MIN_TARGET_OPSET}.")
     errors = []
     model = None
     with _quiet_exporter():

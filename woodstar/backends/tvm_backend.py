@@ -15,15 +15,24 @@
   ``config_threadpool``); TVM has no per-call setting and no way to read the current
   one back, so ``n_threads`` is applied when the pool is configured, before the first
   run, and stays in effect for the process. The torch setting is not touched.
+* TVM's C++ logger writes warnings for the user of TVM's own operators
+  (``Fast mode segfaults when there are out-of-bounds indices``, ``Scope Saving:``)
+  straight to the process's stderr file descriptor during the compile; woodstar
+  builds those operators with in-range indices, so the descriptor is redirected to a
+  temporary file around the compile and those lines are dropped; any other line is
+  written back to stderr afterwards.
 * The saved artifact is the compiled shared library (``export_library``); loading it
   loads native code, so load TVM models only from files you trust, like any library.
 
 tvm is imported only inside these functions.
 """
 
+import contextlib
 import importlib.util
 import math
 import os
+import re
+import sys
 import tempfile
 import warnings
 
@@ -108,7 +117,44 @@ def _matmul_keeping_dtype(node, importer):
 _CUSTOM_OPS = {name: _matmul_keeping_dtype for name in ("bmm.default", "mm.default", "matmul.default")}
 
 
+# Lines of TVM's C++ logger that say nothing to woodstar's user (see the docstring).
+_TVM_NOISE = re.compile(r"Fast mode segfaults when|Scope Saving:|"
+                        r"^\[\d\d:\d\d:\d\d\] \S+:\d+: Warning: ")
+
+
+@contextlib.contextmanager
+def _filtered_native_stderr():
+    """Redirect file descriptor 2 (where C++ code writes) to a temporary file for the
+    block, then write back the lines that are not TVM's known noise."""
+    fd = 2
+
+    def flush():
+        if sys.stderr is not None:
+            sys.stderr.flush()
+
+    flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile(mode="w+b") as capture:
+        os.dup2(capture.fileno(), fd)
+        try:
+            yield
+        finally:
+            flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", "replace")
+            kept = [line for line in text.splitlines(keepends=True) if not _TVM_NOISE.search(line)]
+            if kept:
+                os.write(fd, "".join(kept).encode("utf-8"))
+
+
 def compile_tvm(module, options, device):
+    with _filtered_native_stderr():
+        return _compile_tvm(module, options, device)
+
+
+def _compile_tvm(module, options, device):
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program

@@ -11,7 +11,13 @@ Model files, by extension unless ``--format`` says otherwise:
 * ``.onnx`` (ONNX-ML model) -> ``onnx.ModelProto``.
 
 The loaded object goes to ``woodstar.convert`` unchanged; whether its type is supported
-is the frontends' business, and their error is printed.
+is the frontends' business, and their error is printed. One exception: a LightGBM or
+XGBoost file of a classifier (objective binary / multiclass / multiclassova,
+binary:logistic / multi:softprob / multi:softmax) is converted as a classifier, as
+LGBMClassifier / XGBClassifier would be: ``predict`` gives the labels (0 to
+n_classes - 1: the file does not store the training labels), ``predict_proba`` the
+probabilities and ``decision_function`` the raw scores. ``--as-booster`` keeps the raw
+Booster's ``predict`` (what ``Booster.predict`` returns) instead.
 """
 
 import json
@@ -43,6 +49,9 @@ def register(subparsers):
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--extra-config", metavar="JSON", default=None,
                         help='extra_config as JSON, e.g. \'{"n_threads": 4}\'')
+    parser.add_argument("--as-booster", action="store_true",
+                        help="a LightGBM/XGBoost classifier file: keep Booster.predict's "
+                             "output instead of labels and predict_proba")
     parser.set_defaults(handler=run)
 
 
@@ -85,6 +94,35 @@ def load_model_file(path, fmt):
     raise ValueError(f"unknown format {fmt!r}")
 
 
+_XGB_CLASSIFIER_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
+
+
+def classifier_ir(model, fmt):
+    """The IR of a LightGBM or XGBoost Booster read from a classifier's file, as a
+    classifier with labels 0 .. n_classes - 1; None for any other model."""
+    if fmt == "lightgbm":
+        from ..frontends import lightgbm as frontend
+
+        dump = model.dump_model()
+        objective = str(dump.get("objective", "")).split(" ")[0]
+        if objective not in frontend._CLASSIFIER_OBJECTIVES:
+            return None
+        n_classes = max(int(dump.get("num_class", 1)), 2)
+        return frontend.ir_from_dump(dump, "Booster", "classifier", classes=list(range(n_classes)),
+                                     feature_names=frontend._feature_names(dump, None))
+    if fmt == "xgboost":
+        from ..frontends import xgboost as frontend
+
+        model_json = frontend._booster_json(model)
+        learner = model_json["learner"]
+        if learner["objective"]["name"] not in _XGB_CLASSIFIER_OBJECTIVES:
+            return None
+        n_classes = max(int(learner["learner_model_param"].get("num_class", 0)), 2)
+        return frontend.ir_from_json(model_json, "Booster", "classifier",
+                                     classes=list(range(n_classes)))
+    return None
+
+
 INSTALL_HINT = {"lightgbm": "lightgbm", "xgboost": "xgboost", "catboost": "catboost",
                 "onnx": "onnx", "pickle": "sklearn"}
 
@@ -122,8 +160,15 @@ def run(args):
         return _fail(f"{args.model_file} could not be read as a {fmt} model: "
                      f"{type(error).__name__}: {error}")
     try:
-        converted = woodstar.convert(model, args.backend, test_input=test_input,
-                                     device=args.device, extra_config=extra_config)
+        model_ir = None if args.as_booster else classifier_ir(model, fmt)
+        if model_ir is not None:
+            from .._convert import convert_ir
+
+            converted = convert_ir(model_ir, args.backend, test_input=test_input,
+                                   device=args.device, extra_config=extra_config)
+        else:
+            converted = woodstar.convert(model, args.backend, test_input=test_input,
+                                         device=args.device, extra_config=extra_config)
         if not hasattr(converted, "save"):
             return _fail("extra_config['container'] = False returns no container to save")
         converted.save(args.output)

@@ -5,7 +5,8 @@ memory-mapped (read without pickle), ``.csv`` is read in chunks (first line: col
 names), ``.parquet`` by record batches (needs pyarrow). The output (``.npy``,
 ``.csv`` or ``.parquet``) is written a batch at a time too; a ``.npy`` output goes
 through a temporary file next to it, because its header needs the final row count.
-A progress bar goes to stderr (tqdm when installed; ``--quiet`` turns it off).
+A progress bar goes to stderr (tqdm, a dependency; a plain built-in bar if it cannot be
+imported; ``--quiet`` turns it off).
 """
 
 import os
@@ -182,13 +183,43 @@ def _fixed_label_dtype(model):
     return None
 
 
+class _PlainBar:
+    """The progress bar when tqdm cannot be imported: one line on stderr, redrawn at
+    most ten times a second."""
+
+    def __init__(self, total, file=None):
+        import time
+
+        self._clock = time.monotonic
+        self.total, self.n, self._drawn = total, 0, None
+        self.file = file or sys.stderr
+
+    def _draw(self):
+        if self.total:
+            self.file.write(f"\r{self.n}/{self.total} rows ({100 * self.n // self.total}%)")
+        else:
+            self.file.write(f"\r{self.n} rows")
+        self.file.flush()
+        self._drawn = self._clock()
+
+    def update(self, n):
+        self.n += n
+        if self._drawn is None or self._clock() - self._drawn >= 0.1:
+            self._draw()
+
+    def close(self):
+        self._draw()
+        self.file.write("\n")
+        self.file.flush()
+
+
 def _progress(total, quiet):
     if quiet:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        return _PlainBar(total)
     return tqdm(total=total, unit="rows", file=sys.stderr, dynamic_ncols=True)
 
 

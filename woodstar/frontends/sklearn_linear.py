@@ -4,7 +4,8 @@ Every one of them predicts ``X @ coef_.T + intercept_`` (``X @ coef_`` when ``co
 a vector) in NumPy, then a classifier takes the sign (two classes) or the argmax of
 the scores, and ``predict_proba``, where the estimator has it, is a sigmoid (binary;
 one-vs-rest normalised for SGDClassifier) or a softmax (multinomial
-LogisticRegression). Only public fitted attributes are read: ``coef_``,
+LogisticRegression); SGDClassifier(loss="modified_huber") clips its scores to
+[-1, 1] and maps them to [0, 1] (normalised over classes for more than two). Only public fitted attributes are read: ``coef_``,
 ``intercept_``, ``classes_``.
 """
 
@@ -57,9 +58,7 @@ def _probability(model, n_classes):
         if loss in _SGD_PROBA_LOSSES:
             return "sigmoid_binary" if n_classes == 2 else "sigmoid_ovr"
         if loss == "modified_huber":
-            raise MissingConverter(unsupported_message(
-                name, "loss", loss, "'log_loss' and losses without predict_proba "
-                "('hinge', 'squared_hinge', 'perceptron', ...)"))
+            return "modified_huber_binary" if n_classes == 2 else "modified_huber"
     return None
 
 

@@ -15,7 +15,7 @@ from ..exceptions import MissingConverter, unsupported_message
 from ..ir import ColumnOps
 from ._sklearn import check_fitted
 
-__all__ = ["SCALERS", "COLUMN_WISE", "column_wise_ops", "imputer_fill"]
+__all__ = ["SCALERS", "COLUMN_WISE", "column_wise_ops", "imputer_fill", "imputer_ops"]
 
 SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
 COLUMN_WISE = SCALERS + ("SimpleImputer",)  # the transformers a pipeline may hold
@@ -53,7 +53,7 @@ def column_wise_ops(model) -> ColumnOps:
         if model.with_scaling:
             ops.append(("div", model.scale_, False))
     elif name == "SimpleImputer":
-        ops.append(("fill_nan", imputer_fill(model)[0], True))
+        return imputer_ops(model, imputer_fill(model, numeric_missing=True)[0])
     else:
         raise MissingConverter(unsupported_message(name, "this transformer", name, COLUMN_WISE))
     return ColumnOps(name=name, n_features=n, ops=tuple(op for op, _, _ in ops),
@@ -61,16 +61,28 @@ def column_wise_ops(model) -> ColumnOps:
                      cast_operand=tuple(c for _, _, c in ops)).validate()
 
 
-def imputer_fill(model):
-    """What SimpleImputer writes over NaN (``statistics_`` in its fit dtype, 0 where
-    unused) and which columns it keeps (it drops those never observed, unless
-    ``keep_empty_features``)."""
+def _missing_is_nan(missing):
+    return isinstance(missing, (float, np.floating)) and bool(np.isnan(missing))
+
+
+def _missing_is_number(missing):
+    return isinstance(missing, (int, float, np.integer, np.floating)) \
+        and not isinstance(missing, (bool, np.bool_)) and bool(np.isfinite(missing))
+
+
+def imputer_fill(model, numeric_missing=False):
+    """What SimpleImputer writes over its missing values (``statistics_`` in its fit
+    dtype, 0 where unused) and which columns it keeps (it drops those never observed,
+    unless ``keep_empty_features``). ``numeric_missing``: the caller builds its op with
+    ``imputer_ops``, which also takes a number as ``missing_values``; otherwise only
+    NaN is accepted."""
     def refuse(what, value, supported):
         raise MissingConverter(unsupported_message("SimpleImputer", what, value, supported))
 
     missing = model.missing_values
-    if not (isinstance(missing, float) and np.isnan(missing)):
-        refuse("missing_values", missing, "np.nan")
+    if not (_missing_is_nan(missing) or (numeric_missing and _missing_is_number(missing))):
+        refuse("missing_values", missing, "np.nan or a finite number" if numeric_missing
+               else "np.nan")
     statistics = np.asarray(model.statistics_)
     try:  # most_frequent keeps its statistics in an object array, of numbers here
         statistics = statistics.astype(np.float64)
@@ -82,3 +94,24 @@ def imputer_fill(model):
     if fill_dtype.kind == "f" and fill_dtype.itemsize == 4:
         statistics = statistics.astype(np.float32)
     return statistics, keep
+
+
+def imputer_ops(model, fill) -> ColumnOps:
+    """SimpleImputer's ColumnOps: ``fill`` (one value per input column) written where
+    scikit-learn's mask ``_get_mask(X, missing_values)`` is true: NaN (``fill_nan``), or
+    ``X == missing_values`` (``fill_value``). NumPy compares with a Python number in X's
+    dtype and with a NumPy scalar in their common dtype; the op's cast flag says which."""
+    missing = model.missing_values
+    fill = np.asarray(fill)
+    n = fill.shape[0]
+    if _missing_is_nan(missing):
+        return ColumnOps(name="SimpleImputer", n_features=n, ops=("fill_nan",),
+                         operands=(fill,), cast_operand=(True,)).validate()
+    if not _missing_is_number(missing):
+        raise MissingConverter(unsupported_message(
+            "SimpleImputer", "missing_values", missing, "np.nan or a finite number"))
+    # Both rows in float64: the number exactly as given, the fill as rounded above.
+    operand = np.stack([np.full(n, float(missing)), fill.astype(np.float64)])
+    return ColumnOps(name="SimpleImputer", n_features=n, ops=("fill_value",),
+                     operands=(operand,),
+                     cast_operand=(not isinstance(missing, np.generic),)).validate()

@@ -2,7 +2,9 @@
 
 scikit-learn's scalers work in place on a copy of the input in the input's float dtype
 (float32 stays float32): ``X -= mean``, ``X /= scale``, ``X *= scale``, ``X += min``,
-``np.clip``, and SimpleImputer's ``X[missing] = statistic``. Each operation therefore rounds its result to that working dtype, and
+``np.clip``, and SimpleImputer's ``X[missing] = statistic`` (missing: NaN, ``fill_nan``,
+or equal to a number, ``fill_value``). Each operation therefore rounds its result to
+that working dtype, and
 some cast their operand to it first. ``ColumnOps`` records exactly that, so every
 route repeats the source's roundings: an operation computes in float64 on the value
 and the (possibly pre-rounded) operand, then rounds to the working dtype. For one
@@ -22,15 +24,20 @@ from .graph import Op, register_op
 
 __all__ = ["ColumnOps", "COLUMN_OPS", "NUMPY_OPS"]
 
-COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum", "fill_nan")
+COLUMN_OPS = ("sub", "div", "mul", "add", "maximum", "minimum", "fill_nan", "fill_value")
+# Ops whose operand has two rows: (the value to match, what replaces it) per column.
+TWO_ROW_OPS = ("fill_value",)
 
 
 @register_op
 @dataclass(frozen=True, eq=False)
 class ColumnOps(Op):
     """``x -> op_k(... op_1(x))`` per column. ``operands[i]`` is a (n_features,) array
-    in the source's dtype; ``cast_operand[i]`` says whether the source rounds it to the
-    working dtype before the operation. As a graph op (kind ``column_ops``): one
+    in the source's dtype ((2, n_features) for ``fill_value``: the value to match, then
+    its replacement); ``cast_operand[i]`` says whether the source rounds it to the
+    working dtype before the operation (for ``fill_value``: whether the value is
+    compared in the working dtype, as NumPy compares with a Python number, or in its
+    own). As a graph op (kind ``column_ops``): one
     numeric value in, one of the same width and dtype out."""
 
     kind = "column_ops"
@@ -56,8 +63,9 @@ class ColumnOps(Op):
         for i, (op, operand) in enumerate(zip(self.ops, self.operands)):
             if op not in COLUMN_OPS:
                 fail(f"op {i} {op!r} not in {COLUMN_OPS}")
-            if operand.shape != (self.n_features,):
-                fail(f"op {i} ({op}): operand shape {operand.shape}, expected ({self.n_features},)")
+            shape = (2, self.n_features) if op in TWO_ROW_OPS else (self.n_features,)
+            if operand.shape != shape:
+                fail(f"op {i} ({op}): operand shape {operand.shape}, expected {shape}")
             if operand.dtype not in (np.float32, np.float64):
                 fail(f"op {i} ({op}): operand dtype {operand.dtype}")
         return self
@@ -75,7 +83,7 @@ class ColumnOps(Op):
     def output_types(self, input_types):
         (value,) = input_types
         self.expect_width(value, self.n_features)
-        if set(self.ops) != {"fill_nan"}:  # an imputer alone may fill string codes
+        if set(self.ops) - {"fill_nan", "fill_value"}:  # an imputer may fill string codes
             self.expect_numeric(value)
         return [value]
 
@@ -104,8 +112,19 @@ def _fill_nan(values, operand, out=None):
     return out
 
 
+def _fill_value(values, operand, out=None):
+    """A value equal to the column's ``operand[0]`` takes ``operand[1]`` (SimpleImputer
+    with a number as ``missing_values``); called like a ufunc, ``out`` included."""
+    match = values == operand[0]
+    if out is None:
+        return np.where(match, operand[1], values)
+    np.copyto(out, np.broadcast_to(operand[1], values.shape), where=match)
+    return out
+
+
 # Each op as a NumPy callable ``(values, operand, out=None)``: the reference below, and
 # the torch backend's NumPy route in place (runtimes/numpy_graph.py).
 NUMPY_OPS = {"sub": np.subtract, "div": np.divide, "mul": np.multiply, "add": np.add,
-             "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan}
+             "maximum": np.maximum, "minimum": np.minimum, "fill_nan": _fill_nan,
+             "fill_value": _fill_value}
 

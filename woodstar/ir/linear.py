@@ -17,8 +17,11 @@ from .transforms import apply_post_transform, transformed_width
 
 __all__ = ["LinearModel", "LINEAR_POST_TRANSFORMS"]
 
-# Names shared with the tree IR (ir/transforms.py), plus the one-vs-rest sigmoid.
-LINEAR_POST_TRANSFORMS = ("identity", "sigmoid_binary", "softmax", "sigmoid_ovr")
+# Names shared with the tree IR (ir/transforms.py), plus the one-vs-rest sigmoid and
+# SGDClassifier(loss="modified_huber")'s clipped scores (two classes; several).
+LINEAR_POST_TRANSFORMS = ("identity", "sigmoid_binary", "softmax", "sigmoid_ovr",
+                          "modified_huber_binary", "modified_huber")
+_ONE_OUTPUT = ("sigmoid_binary", "modified_huber_binary")
 
 
 @register_op
@@ -76,8 +79,8 @@ class LinearModel(Op):
             fail(f"post_transform {self.post_transform!r} not in {LINEAR_POST_TRANSFORMS}")
         if self.vector_coef and self.n_outputs != 1:
             fail("vector_coef needs exactly one output")
-        if self.post_transform == "sigmoid_binary" and self.n_outputs != 1:
-            fail("sigmoid_binary needs exactly one output")
+        if self.post_transform in _ONE_OUTPUT and self.n_outputs != 1:
+            fail(f"{self.post_transform} needs exactly one output")
         return self
 
     def scores(self, X: np.ndarray) -> np.ndarray:

@@ -65,6 +65,22 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
             p = np.where(zero, 1.0, p)
             total = np.where(zero, p.shape[1], total)
         return p / total
+    if name == "modified_huber_binary":  # SGDClassifier(loss="modified_huber"), 2 classes
+        p = np.clip(z[:, :1], -1, 1)
+        p += 1.0
+        p /= 2.0
+        return _binary(p)
+    if name == "modified_huber":  # its multiclass rule: normalised, uniform when all 0
+        p = np.clip(z, -1, 1)
+        p += 1.0
+        p /= 2.0
+        total = p.sum(axis=1)
+        zero = total == 0
+        if zero.any():
+            p[zero, :] = 1
+            total[zero] = p.shape[1]
+        p /= total.reshape((p.shape[0], -1))
+        return p
     if name == "exp":
         return np.exp(z)
     if name == "isolation_forest":
@@ -72,7 +88,7 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
     raise ValueError(f"unknown post_transform {name!r}")
 
 
-_TWO_COLUMNS = ("sigmoid_binary", "identity_binary", "step_binary")
+_TWO_COLUMNS = ("sigmoid_binary", "identity_binary", "step_binary", "modified_huber_binary")
 
 
 def transformed_width(name: str, n_outputs: int) -> int:

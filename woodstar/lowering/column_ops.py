@@ -12,8 +12,14 @@ def _fill_nan(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(x), operand, x)
 
 
+def _fill_value(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
+    # operand: (2, n_features), the value to match and what replaces it
+    return torch.where(x == operand[0:1], operand[1:2], x)
+
+
 _TORCH_OPS = {"sub": torch.sub, "div": torch.div, "mul": torch.mul, "add": torch.add,
-              "maximum": torch.maximum, "minimum": torch.minimum, "fill_nan": _fill_nan}
+              "maximum": torch.maximum, "minimum": torch.minimum, "fill_nan": _fill_nan,
+              "fill_value": _fill_value}
 
 
 class ColumnOpsModule(nn.Module):
@@ -28,8 +34,9 @@ class ColumnOpsModule(nn.Module):
         for i, (operand, cast) in enumerate(zip(step.operands, step.cast_operand)):
             if cast:  # the source rounds the operand to the working dtype first
                 operand = operand.astype(dtype)
+            rows = operand.shape[0] if operand.ndim == 2 else 1
             self.register_buffer(f"operand_{i}", torch.from_numpy(
-                np.ascontiguousarray(operand, dtype=np.float64)).reshape(1, -1))
+                np.ascontiguousarray(operand, dtype=np.float64)).reshape(rows, -1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for i, op in enumerate(self.ops):

@@ -50,7 +50,7 @@ def test_model_ir_checks_feature_counts_and_final_functions():
     with pytest.raises(InvalidModelError, match=r"node 'StandardScaler' \(column_ops\): its "
                                                 r"input has 4 columns"):
         chain(head, steps=(step,), linear=_linear(coef=np.ones((2, 4)))).validate()
-    with pytest.raises(InvalidModelError, match="only a transformer may end without trees"):
+    with pytest.raises(InvalidModelError, match="only a transformer may return its input unchanged"):
         chain(head).validate()
 
 

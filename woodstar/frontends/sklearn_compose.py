@@ -22,7 +22,7 @@ from ..ir import (INPUT, STRING, ColumnOps, Concat, GraphBuilder, MissingIndicat
                   OneHotEncode, OrdinalEncode, SchemaBuilder, Select)
 from ._sklearn import check_fitted, sklearn_head
 from .registry import find_frontend, register_frontend
-from .sklearn_pipeline import SCALERS, column_wise_ops, imputer_fill
+from .sklearn_pipeline import SCALERS, column_wise_ops, imputer_fill, imputer_ops
 
 __all__ = ["TRANSFORMERS", "Composer", "transformer", "op_transformer"]
 
@@ -141,10 +141,10 @@ def _imputer(model, composer, value):
             codes.append(composer.schema.code(origins[j][0], statistic))
         fill, keep = np.asarray(codes, dtype=np.float64), np.ones(len(codes), dtype=bool)
     else:
-        fill, keep = imputer_fill(model)
+        fill, keep = imputer_fill(model, numeric_missing=True)
     n = composer.width(value)
     ops = ColumnOps(name=name, n_features=n, ops=("fill_nan",), operands=(fill,),
-                    cast_operand=(True,))
+                    cast_operand=(True,)) if strings else imputer_ops(model, fill)
     filled = [None if o is None else (o[0], True) for o in origins]
     (out,) = composer.add(ops, [value], name, filled)
     out = composer.select(out, np.flatnonzero(keep), "SimpleImputer:kept")
@@ -390,6 +390,24 @@ def _feature_union(union, composer, value):
 
 
 # ------------------------------------------------------------------ frontends
+_COMPOSITES = ("Pipeline", "ColumnTransformer", "FeatureUnion")
+
+
+def _refuses_nan(steps):
+    """Whether a NaN in the input reaches a step that refuses it (scikit-learn's
+    ``allow_nan`` tag) before an imputer replaces it. Composites decide per branch."""
+    for step in steps:
+        name = type(step).__name__
+        if name in _COMPOSITES:
+            continue
+        if not step.__sklearn_tags__().input_tags.allow_nan:
+            return True
+        if name == "SimpleImputer":  # it takes NaN, so it replaces it
+            return False
+    return False
+
+
+
 def _input_names(model):
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
@@ -409,7 +427,8 @@ def _bare_transformer(model, options):
     # The scalers take NaN (they ignore it when fitting), SimpleImputer replaces it;
     # none takes infinity. Encoders take what their categories say (checked at the edge).
     numeric_only = all(k != STRING for k in schema.value_type.kinds)
-    head = sklearn_head(model, "transform", ("transform",), allows_nan=True,
+    head = sklearn_head(model, "transform", ("transform",),
+                        allows_nan=not _refuses_nan([model]),
                         allows_inf=not (numeric_only and type(model).__name__ in SCALERS + ("SimpleImputer",)))
     return ModelIR(head=head, graph=graph, schema=schema).validate()
 
@@ -430,13 +449,14 @@ def _pipeline(model, options):
         value = _convert_step(step, composer, value)
     names = [type(s).__name__ for s in steps]
     estimator = f"Pipeline({', '.join(names)})"
+    nan_refused = _refuses_nan(transformers)
     if type(final).__name__ in TRANSFORMERS and not hasattr(final, "predict"):
         value = _convert_step(final, composer, value)
         if value == INPUT:
             value = _densify(composer, value)
         graph, schema = composer.build(value, value)
         head = sklearn_head(first, "transform", ("transform",), allows_inf=False) \
-            .replace(estimator=estimator)
+            .replace(estimator=estimator, allows_nan=not _refuses_nan(steps))
         return ModelIR(head=head, graph=graph, schema=schema).validate()
     final_ir = find_frontend(final)(final, options)
     if composer.width(value) != final_ir.head.n_features:
@@ -455,7 +475,8 @@ def _pipeline(model, options):
         # A row is refused where any step refuses it; scalers refuse infinity. Steps
         # that compute new columns (encoders) decide NaN themselves.
         allows_inf=final_ir.head.allows_inf and not computes,
-        allows_nan=final_ir.head.allows_nan or imputes or bool(schema.string_columns)
-        or bool(graph.nodes_of("one_hot")) or bool(graph.nodes_of("ordinal")),
+        allows_nan=not nan_refused and (
+            final_ir.head.allows_nan or imputes or bool(schema.string_columns)
+            or bool(graph.nodes_of("one_hot")) or bool(graph.nodes_of("ordinal"))),
     )
     return ModelIR(head=head, graph=graph, schema=schema).validate()

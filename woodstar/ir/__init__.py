@@ -27,9 +27,6 @@ __all__ = ["Head", "TreeEnsemble", "LinearModel", "ColumnOps", "Select", "Concat
            "Op", "ValueType", "GraphBuilder", "InputSchema", "InputColumn", "SchemaBuilder",
            "register_op", "op_kinds", "chain", "LE", "LT", "FLOAT", "CATEGORY", "STRING", "INPUT"]
 
-FINAL_KINDS = ("trees", "linear")  # ops that give a model its scores
-
-
 @dataclass(frozen=True, eq=False)
 class ModelIR:
     """What a frontend returns: ``head`` (the estimator's methods), ``schema`` (the
@@ -61,10 +58,10 @@ class ModelIR:
 
     @cached_property
     def final(self):
-        """The op that writes the raw scores (None for a transformer)."""
+        """The op that writes the raw scores (None when the raw result is the input)."""
         for node in self.graph.nodes:
             if self.graph.raw in node.outputs:
-                return node.op if node.kind in FINAL_KINDS else None
+                return node.op
         return None
 
     @cached_property
@@ -111,7 +108,7 @@ class ModelIR:
                  f"{self.schema.value_type}")
         self.graph.validate(self.head.estimator)
         if self.final is None and self.head.task != "transform":
-            fail("only a transformer may end without trees or a linear model")
+            fail("only a transformer may return its input unchanged")
         return self
 
 

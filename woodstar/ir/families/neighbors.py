@@ -1,0 +1,262 @@
+"""Nearest-neighbour models: the training set, a distance matrix, then the k nearest.
+
+``KNeighbors`` (kind ``k_neighbors``) holds scikit-learn's fitted rows (``_fit_X``) and
+their targets. For each query row it computes the distance to every training row as
+scikit-learn's search does, keeps the ``n_neighbors`` nearest, and then repeats the
+estimator's own NumPy code on them (``predict``'s mode or weighted mode,
+``predict_proba``'s vote, the regressor's mean or weighted mean).
+
+Distances (``formula``):
+
+* ``"direct"``: what the KD tree, the ball tree and the brute-force search with a
+  non-euclidean metric compute: the reduced distance summed feature after feature in
+  float64 (``d*d``, ``|d|``, ``max |d|``, ``|d|**p``), then the distance from it
+  (``sqrt``, ``**(1/p)``);
+* ``"gemm"``: the brute-force euclidean search (scikit-learn's ``ArgKmin``):
+  ``max(0, (|x|^2 + -2 x.t) + |t|^2)``, then ``sqrt``;
+* ``"cosine"``: ``1 - x.t / (|x| |t|)`` clipped to [0, 2] (``cosine_distances``).
+
+Neighbours are ordered by the reduced distance; among rows at exactly the same
+distance the lower training index comes first. (scikit-learn's own choice among
+exactly tied rows at the k-th place depends on its search: the KD tree's visit order,
+the heap it keeps, its thread count; see tests/families/test_neighbors.py.)
+
+``NearestCentroid`` runs as a ``nearest_centers`` op (woodstar/ir/families/cluster.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import Op, ValueType, register_op
+
+__all__ = ["KNeighbors", "KNN_METRICS", "KNN_FORMULAS", "reduced_distances",
+           "distances_from_reduced", "gemm_squared_distances", "row_norms"]
+
+KNN_METRICS = ("euclidean", "manhattan", "chebyshev", "minkowski", "cosine")
+KNN_FORMULAS = ("direct", "gemm", "cosine")
+KNN_MODES = ("classifier", "regressor")
+WEIGHTS = ("uniform", "distance")
+_CHUNK_ELEMENTS = 1 << 22  # query rows x training rows per block of the reference
+
+
+def row_norms(X):
+    """scikit-learn's ``row_norms(X, squared=True)``."""
+    return np.einsum("ij,ij->i", X, X)
+
+
+def reduced_distances(X, T, metric, p):
+    """(n, m) reduced distances, summed feature after feature in float64, as
+    scikit-learn's DistanceMetric.rdist loops do."""
+    X = np.asarray(X, dtype=np.float64)
+    acc = None
+    for j in range(X.shape[1]):
+        d = X[:, j, None] - T[None, :, j]
+        if metric == "euclidean":
+            term = d * d
+        elif metric == "minkowski":
+            term = np.abs(d) ** p
+        else:
+            term = np.abs(d)
+        if acc is None:
+            acc = term
+        elif metric == "chebyshev":
+            acc = np.maximum(acc, term)
+        else:
+            acc += term
+    return acc
+
+
+def distances_from_reduced(rdist, metric, p):
+    if metric == "euclidean":
+        return np.sqrt(rdist)
+    if metric == "minkowski":
+        return rdist ** (1.0 / p)
+    return rdist
+
+
+def dot_norms(X):
+    """Squared row norms as BLAS ``ddot`` sums them (scikit-learn's ArgKmin takes them
+    from ``ddot``; a 1 x F by F x 1 product runs the same kernel). The order matters:
+    a query equal to a training row then cancels to exactly 0, as in scikit-learn."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return np.matmul(X[:, None, :], X[:, :, None])[:, 0, 0]
+
+
+def gemm_squared_distances(X, T, T_norms):
+    """scikit-learn's ArgKmin (euclidean): ``max(0, (|x|^2 + -2 x.t) + |t|^2)`` in float64."""
+    X = np.asarray(X, dtype=np.float64)
+    middle = -2.0 * (X @ T.T)
+    return np.maximum(0.0, (dot_norms(X)[:, None] + middle) + T_norms[None, :])
+
+
+def cosine_distances(X, T_normalized):
+    """scikit-learn's ``cosine_distances`` (the training rows already normalised)."""
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(row_norms(X))
+    norms[norms == 0.0] = 1.0
+    S = (X / norms[:, None]) @ T_normalized.T
+    S *= -1
+    S += 1
+    np.clip(S, 0, 2, out=S)
+    return S
+
+
+def normalized_rows(T):
+    norms = np.sqrt(row_norms(T))
+    norms[norms == 0.0] = 1.0
+    return T / norms[:, None]
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class KNeighbors(Op):
+    """k nearest training rows, then the estimator's vote or mean.
+
+    ``fit_X`` (m, F) float64; classifier: ``y`` (m,) int64 class indices and
+    ``n_classes``; regressor: ``y`` (m, n_outputs) float64.
+
+    Outputs: classifier: raw = predict_proba (n, C), transformed = [proba | label
+    index]; regressor: raw = transformed = the prediction (n, n_outputs)."""
+
+    kind = "k_neighbors"
+
+    fit_X: np.ndarray
+    y: np.ndarray
+    n_neighbors: int
+    metric: str = "euclidean"
+    p: float = 2.0
+    formula: str = "direct"
+    weights: str = "uniform"
+    mode: str = "classifier"
+    n_classes: int = 0
+
+    @property
+    def n_features(self) -> int:
+        return int(self.fit_X.shape[1])
+
+    @property
+    def n_train(self) -> int:
+        return int(self.fit_X.shape[0])
+
+    @property
+    def n_outputs(self) -> int:
+        return self.n_classes if self.mode == "classifier" else int(self.y.shape[1])
+
+    def validate(self):
+        self.expect(self.fit_X.ndim == 2 and self.fit_X.dtype == np.float64,
+                    "fit_X must be a float64 matrix")
+        self.expect(np.isfinite(self.fit_X).all(), "fit_X holds non-finite values")
+        self.expect(self.metric in KNN_METRICS, f"metric {self.metric!r} not in {KNN_METRICS}")
+        self.expect(self.formula in KNN_FORMULAS, f"formula {self.formula!r} not in {KNN_FORMULAS}")
+        self.expect(self.weights in WEIGHTS, f"weights {self.weights!r} not in {WEIGHTS}")
+        self.expect(self.mode in KNN_MODES, f"mode {self.mode!r} not in {KNN_MODES}")
+        self.expect(1 <= self.n_neighbors <= self.n_train,
+                    f"n_neighbors {self.n_neighbors} not in [1, {self.n_train}]")
+        self.expect(len(self.y) == self.n_train, f"{len(self.y)} targets for {self.n_train} rows")
+        if self.mode == "classifier":
+            self.expect(self.y.ndim == 1 and self.y.dtype == np.int64 and self.n_classes >= 1
+                        and (self.y >= 0).all() and (self.y < self.n_classes).all(),
+                        "classifier targets must be int64 class indices below n_classes")
+        else:
+            self.expect(self.y.ndim == 2 and self.y.dtype == np.float64,
+                        "regressor targets must be a float64 (rows, outputs) matrix")
+        return self
+
+    def output_types(self, input_types):
+        (value,) = input_types
+        self.expect_width(value, self.n_features)
+        self.expect_numeric(value)
+        if self.mode == "classifier":
+            return [ValueType.floats(self.n_classes), ValueType.floats(self.n_classes + 1)]
+        return [ValueType.floats(self.n_outputs), ValueType.floats(self.n_outputs)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float64), np.dtype(np.float64)]
+
+    # ------------------------------------------------------------- reference
+    def neighbours(self, X):
+        """(indices, distances) of the k nearest rows, (n, k) each, nearest first."""
+        k = self.n_neighbors
+        if self.formula == "gemm":
+            rdist = gemm_squared_distances(X, self.fit_X, dot_norms(self.fit_X))
+        elif self.formula == "cosine":
+            rdist = cosine_distances(X, normalized_rows(self.fit_X))
+        else:
+            rdist = reduced_distances(X, self.fit_X, self.metric, self.p)
+        index = np.argsort(rdist, axis=1, kind="stable")[:, :k]
+        chosen = np.take_along_axis(rdist, index, axis=1)
+        if self.formula == "cosine":
+            return index, chosen
+        metric = "euclidean" if self.formula == "gemm" else self.metric
+        return index, distances_from_reduced(chosen, metric, self.p)
+
+    def _weights(self, dist):
+        """scikit-learn's ``_get_weights``."""
+        if self.weights == "uniform":
+            return None
+        with np.errstate(divide="ignore"):
+            dist = 1.0 / dist
+        inf_mask = np.isinf(dist)
+        inf_row = np.any(inf_mask, axis=1)
+        dist[inf_row] = inf_mask[inf_row]
+        return dist
+
+    def _predict_block(self, X):
+        index, dist = self.neighbours(X)
+        weights = self._weights(dist)
+        n = X.shape[0]
+        if self.mode == "regressor":
+            _y = self.y
+            if weights is None:
+                value = np.mean(_y[index], axis=1)
+            else:
+                value = np.empty((n, _y.shape[1]), dtype=np.float64)
+                denom = np.sum(weights, axis=1)
+                for j in range(_y.shape[1]):
+                    num = np.sum(_y[index, j] * weights, axis=1)
+                    value[:, j] = num / denom
+            return value, value
+        labels = self.y[index]  # (n, k) class indices
+        all_rows = np.arange(n)
+        vote = np.ones_like(index) if weights is None else weights
+        proba = np.zeros((n, self.n_classes))
+        for i, idx in enumerate(labels.T):
+            proba[all_rows, idx] += vote[:, i]
+        normalizer = proba.sum(axis=1)[:, np.newaxis]
+        proba /= normalizer
+        if weights is None:  # scipy.stats.mode: the smallest of the most frequent
+            label = np.argmax(proba, axis=1)
+        else:  # sklearn.utils.extmath.weighted_mode over the classes in order
+            counts = np.empty((n, self.n_classes))
+            for c in range(self.n_classes):
+                template = np.zeros(labels.shape)
+                ind = labels == c
+                template[ind] = weights[ind]
+                counts[:, c] = np.sum(template, axis=1)
+            label = np.argmax(counts, axis=1)
+        return proba, np.hstack([proba, label[:, None].astype(np.float64)])
+
+    def reference(self, inputs):
+        (X,) = inputs
+        step = max(1, _CHUNK_ELEMENTS // max(1, self.n_train))
+        parts = [self._predict_block(X[s:s + step]) for s in range(0, max(len(X), 1), step)]
+        if len(X) == 0:
+            width = self.n_classes + 1 if self.mode == "classifier" else self.n_outputs
+            return [np.zeros((0, self.n_outputs)), np.zeros((0, width))]
+        return [np.vstack([a for a, _ in parts]), np.vstack([b for _, b in parts])]
+
+    def to_saved(self):
+        return ({"n_neighbors": int(self.n_neighbors), "metric": self.metric, "p": float(self.p),
+                 "formula": self.formula, "weights": self.weights, "mode": self.mode,
+                 "n_classes": int(self.n_classes)},
+                {"fit_X": self.fit_X, "y": self.y})
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(fit_X=arrays["fit_X"], y=arrays["y"], n_neighbors=int(meta["n_neighbors"]),
+                   metric=str(meta["metric"]), p=float(meta["p"]), formula=str(meta["formula"]),
+                   weights=str(meta["weights"]), mode=str(meta["mode"]),
+                   n_classes=int(meta["n_classes"]))

@@ -22,6 +22,7 @@ import woodstar
 from tests._parity import compare_outputs
 
 COVERS_OPS = ("nearest_centers", "bisecting_kmeans", "gaussian_mixture")
+COVERS_MODELS = ("BayesianGaussianMixture", "BisectingKMeans", "GaussianMixture", "KMeans", "MeanShift", "MiniBatchKMeans")
 
 MAKERS = {
     "kmeans": lambda: KMeans(4, n_init=1, random_state=0),

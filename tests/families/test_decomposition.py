@@ -25,6 +25,7 @@ from ..conftest import BASE_SEED  # noqa: E402
 from .._parity import assert_parity  # noqa: E402
 
 COVERS_OPS = ("projection", "kernel_pca")
+COVERS_MODELS = ("FastICA", "GaussianRandomProjection", "IncrementalPCA", "KernelPCA", "MiniBatchNMF", "NMF", "PCA", "PLSRegression", "SparseRandomProjection", "TruncatedSVD")
 
 N_FEATURES = 6
 MODELS = {

@@ -21,6 +21,7 @@ from ..conftest import BASE_SEED  # noqa: E402
 from .._parity import assert_parity  # noqa: E402
 
 COVERS_OPS = ("qda_scores", "qda_posterior", "log_floor")
+COVERS_MODELS = ("LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis")
 
 N_FEATURES = 5
 METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "transform")

@@ -23,6 +23,7 @@ from woodstar.exceptions import MissingConverter  # noqa: E402
 from .._parity import assert_parity  # noqa: E402
 
 COVERS_OPS = ("select",)
+COVERS_MODELS = ("RFE", "RFECV")
 
 SELECTORS = {
     "variance": lambda: VarianceThreshold(0.9),

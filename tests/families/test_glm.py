@@ -17,6 +17,7 @@ from ..conftest import BASE_SEED  # noqa: E402
 from .._parity import assert_parity  # noqa: E402
 
 COVERS_OPS = ("glm_inverse_link",)
+COVERS_MODELS = ("GammaRegressor", "PoissonRegressor", "TweedieRegressor")
 
 N_FEATURES = 5
 MODELS = {

@@ -25,6 +25,7 @@ from woodstar.exceptions import MissingConverter
 from tests._parity import assert_parity
 
 COVERS_OPS = ("k_neighbors",)
+COVERS_MODELS = ("KNeighborsClassifier", "KNeighborsRegressor", "NearestCentroid")
 
 EXACT = {
     "knn_kd": (lambda: KNeighborsClassifier(5), True),

@@ -148,6 +148,8 @@ class ConvertedModel:
         precision = plan.precision_for(self.ir, self.options, X)
         X = to_feature_matrix(X, self.ir.head, self.ir.schema, precision, self.ir.input_precision)
         raw, transformed = self._run_rows(X, precision)
+        if self.ir.head.nan_scores_error and np.isnan(raw).any():
+            raise ValueError(f"{self.ir.head.estimator}: {self.ir.head.nan_scores_error}.")
         if self._scores_must_be_finite and not np.isfinite(raw).all():
             what = "NaN" if np.isnan(raw).any() else "infinity or a value too large for " \
                 f"{X.dtype}"
@@ -187,6 +189,8 @@ class ConvertedModel:
                 columns.append(classes.take(np.argmax(block, axis=1)))
                 start += len(classes)
             return np.stack(columns, axis=1)
+        if head.decision_rule == "multilabel":  # LabelBinarizer's indicator matrix
+            return (proba > 0.5).astype(int)
         classes = head.classes[0]
         if head.decision_rule == "raw_argmax":
             return classes.take(np.argmax(raw, axis=1))

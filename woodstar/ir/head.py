@@ -23,6 +23,7 @@ DECISION_RULES = (
     "raw_ge_zero",  # binary on one raw margin: class 1 when raw >= 0 (GradientBoosting)
     "raw_gt_zero",  # binary on one raw margin: class 1 when raw > 0 (HistGradientBoosting)
     "raw_argmax",  # label = classes[argmax(raw)] (linear classifiers decide on scores)
+    "multilabel",  # predict: the (n, n_labels) indicator proba > 0.5, as ints (MLPClassifier)
 )
 METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score_samples",
            "transform")
@@ -63,6 +64,7 @@ class Head:
     inf_rejected_features: Tuple[int, ...] = ()  # columns where the source rejects +-inf
     library_versions: Tuple[Tuple[str, str], ...] = ()
     blocks: Tuple[Tuple[str, int, int], ...] = ()  # (role, start, stop) in transformed
+    nan_scores_error: str = ""  # raw scores holding NaN: the source refuses the input (why)
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))

@@ -16,8 +16,8 @@ from woodstar.exceptions import MissingConverter
 from .._parity import assert_parity
 
 COVERS_OPS = ("meta_label", "meta_accumulate", "meta_average", "meta_calibrate", "meta_ovr_proba",
-COVERS_MODELS = ("AdaBoostClassifier", "AdaBoostRegressor", "BaggingClassifier", "BaggingRegressor", "CalibratedClassifierCV", "ClassifierChain", "GridSearchCV", "HalvingGridSearchCV", "HalvingRandomSearchCV", "MultiOutputClassifier", "MultiOutputRegressor", "OneVsOneClassifier", "OneVsRestClassifier", "RandomizedSearchCV", "RegressorChain", "StackingClassifier", "StackingRegressor", "TransformedTargetRegressor", "VotingClassifier", "VotingRegressor")
               "meta_ovo", "meta_samme", "meta_weighted_median", "meta_ufunc")
+COVERS_MODELS = ("AdaBoostClassifier", "AdaBoostRegressor", "BaggingClassifier", "BaggingRegressor", "CalibratedClassifierCV", "ClassifierChain", "GridSearchCV", "HalvingGridSearchCV", "HalvingRandomSearchCV", "MultiOutputClassifier", "MultiOutputRegressor", "OneVsOneClassifier", "OneVsRestClassifier", "RandomizedSearchCV", "RegressorChain", "StackingClassifier", "StackingRegressor", "TransformedTargetRegressor", "VotingClassifier", "VotingRegressor")
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
@@ -170,14 +170,16 @@ def _methods(model, name=None):
 
 
 def _quiet(fn, *args):
-    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading", n_jobs=1):
         warnings.simplefilter("ignore")
         return fn(*args)
 
 
 def _check(converted, model, X, tolerance, name=None):
-    # n_jobs=2 (bagging_linear) in threads: the same jobs and sums as in processes
-    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading"):
+    # n_jobs=2 (bagging_linear) in threads: the same jobs and sums as in processes;
+    # n_jobs=1 for the rest (a forest left to the context would add its trees in the
+    # order its threads finish)
+    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading", n_jobs=1):
         warnings.simplefilter("ignore")
         return assert_parity(converted, model, X, "float64", _methods(model, name), tolerance)
 
@@ -206,7 +208,7 @@ def test_backends(models, name, backend, rng):
     converted = _quiet(woodstar.convert, model, backend)
     X = _inputs(rng, nan=False)
     methods = [m for m in _methods(model, name) if m != "predict_log_proba"]
-    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"), parallel_backend("threading", n_jobs=1):
         warnings.simplefilter("ignore")
         assert_parity(converted, model, X, "float64", methods, 1e-12)
         if "predict_log_proba" in _methods(model, name):

@@ -20,8 +20,8 @@ import woodstar  # noqa: E402
 from woodstar.exceptions import MissingConverter  # noqa: E402
 
 COVERS_OPS = ("normalize", "binarize", "kbins", "polynomial", "power_transform",
-COVERS_MODELS = ("Binarizer", "FunctionTransformer", "GenericUnivariateSelect", "KBinsDiscretizer", "LabelBinarizer", "LabelEncoder", "Normalizer", "PolynomialFeatures", "PowerTransformer", "QuantileTransformer", "SelectFdr", "SelectFpr", "SelectFromModel", "SelectFwe", "SelectKBest", "SelectPercentile", "SequentialFeatureSelector", "TargetEncoder", "VarianceThreshold")
               "quantile_transform", "ufunc")
+COVERS_MODELS = ("Binarizer", "FunctionTransformer", "GenericUnivariateSelect", "KBinsDiscretizer", "LabelBinarizer", "LabelEncoder", "Normalizer", "PolynomialFeatures", "PowerTransformer", "QuantileTransformer", "SelectFdr", "SelectFpr", "SelectFromModel", "SelectFwe", "SelectKBest", "SelectPercentile", "SequentialFeatureSelector", "TargetEncoder", "VarianceThreshold")
 
 N_FEATURES = 4
 MODELS = {

@@ -268,8 +268,9 @@ def test_string_categories_are_refused_with_a_reason():
 
 
 def test_unsupported_model_names_what_is_supported():
-    from sklearn.svm import SVC
+    from sklearn.kernel_ridge import KernelRidge
 
-    with pytest.raises(MissingConverter, match=r"Cannot convert SVC: this model type is not supported "
-                                               r"\(got 'sklearn.svm._classes.SVC'\); supported: .*RandomForestClassifier"):
-        woodstar.convert(SVC(), "torch")
+    with pytest.raises(MissingConverter, match=r"Cannot convert KernelRidge: this model type is not "
+                                               r"supported \(got 'sklearn.kernel_ridge.KernelRidge'\); "
+                                               r"supported: .*RandomForestClassifier"):
+        woodstar.convert(KernelRidge(), "torch")

@@ -39,7 +39,8 @@ def find_frontend(model):
     name = type(model).__name__
     raise MissingConverter(unsupported_message(
         name, "this model type", f"{type(model).__module__}.{name}",
-        ", ".join(f"{p}.{c}" for p, c in supported_models())))
+        f"the {len(_FRONTENDS)} classes listed in docs/supported.md "
+        f"(woodstar.frontends.supported_models())"))
 
 
 def supported_models():

@@ -259,13 +259,13 @@ class _Proba:
 
 class _LogProba:
     def predict_log_proba(self, X):
-        _, transformed = self._run(X)
         head = self.ir.head
-        log_proba = _block(transformed, head, "log_proba")
-        if log_proba is not None:
-            return log_proba
+        if head.block("log_proba") is not None:
+            _, transformed = self._run(X)
+            return _block(transformed, head, "log_proba")
+        proba = self.predict_proba(X)
         with np.errstate(divide="ignore"):  # log(0) is -inf, as in scikit-learn
-            return np.log(_block(transformed, head, "proba", transformed))
+            return [np.log(p) for p in proba] if isinstance(proba, list) else np.log(proba)
 
 
 class _DecisionFunction:

@@ -158,11 +158,8 @@ def _inputs(rng, nan):
 
 
 # Methods the estimator has that the container leaves out: hard voting's transform (the
-# inner labels as integers; the container returns floats), and predict_log_proba where
-# the inner model's own frontend does not declare it (searches pass their best
-# estimator's head through).
-NOT_PROVIDED = {"voting_hard": ("transform",), "voting_hard_tied": ("transform",),
-                "randomized": ("predict_log_proba",), "halving": ("predict_log_proba",)}
+# inner labels as integers; the container returns floats).
+NOT_PROVIDED = {"voting_hard": ("transform",), "voting_hard_tied": ("transform",)}
 
 
 def _methods(model, name=None):

@@ -78,7 +78,8 @@ def _linear_classifier(model, options):
         raise MissingConverter(unsupported_message(name, "coef_ shape", coef.shape,
                                                    "(n_classes or 1, n_features)"))
     probability = _probability(model, len(classes))
-    methods = ("predict", "decision_function") + (("predict_proba",) if probability else ())
+    methods = ("predict", "decision_function") + (
+        ("predict_proba", "predict_log_proba") if probability else ())
     linear = LinearModel(coef=coef, intercept=intercept, vector_coef=coef.ndim == 1,
                          post_transform=probability or "identity")
     binary = coef.ndim == 1 or coef.shape[0] == 1

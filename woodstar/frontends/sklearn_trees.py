@@ -70,7 +70,7 @@ def _forest_ir(model, trees, is_classifier):
         for tree in trees:
             _add_sklearn_tree(builder, tree, _class_probabilities(tree, n_classes))
         ensemble = builder.build(n_features=n_features, n_outputs=width, aggregation="mean")
-        head = _head(model, "classification", ("predict", "predict_proba"),
+        head = _head(model, "classification", ("predict", "predict_proba", "predict_log_proba"),
                      classes=_classes_tuple(model), allows_inf=False)
     else:
         width = int(model.n_outputs_)
@@ -147,7 +147,8 @@ def _gradient_boosting(model, options):
         transform, scale, rule = "softmax", 1.0, "argmax"
     ensemble = builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base,
                              post_transform=transform, post_transform_scale=scale)
-    head = _head(model, "classification", ("predict", "predict_proba", "decision_function"),
+    head = _head(model, "classification", _with_log_proba(model, ("predict", "predict_proba",
+                                                                  "decision_function")),
                  classes=_classes_tuple(model), decision_rule=rule, allows_inf=False)
     return chain(head, ensemble=ensemble).validate()
 
@@ -240,7 +241,8 @@ def _hist_gradient_boosting(model, options):
         return chain(head, ensemble=ensemble).validate()
     transform, rule = ("sigmoid_binary", "raw_gt_zero") if n_outputs == 1 else ("softmax", "argmax")
     ensemble = builder.build(post_transform=transform, **common)
-    head = _head(model, "classification", ("predict", "predict_proba", "decision_function"),
+    head = _head(model, "classification", _with_log_proba(model, ("predict", "predict_proba",
+                                                                  "decision_function")),
                  classes=_classes_tuple(model), decision_rule=rule, **categorical_fields)
     return chain(head, ensemble=ensemble).validate()
 
@@ -291,3 +293,8 @@ def from_sklearn(model, options=None):
     from .registry import find_frontend
 
     return find_frontend(model)(model, options)
+
+
+def _with_log_proba(model, methods):
+    """The estimator's ``predict_log_proba`` (the log of its probabilities) where it has one."""
+    return methods + (("predict_log_proba",) if hasattr(model, "predict_log_proba") else ())

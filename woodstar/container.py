@@ -293,10 +293,16 @@ class _Anomaly:
         return _block(scores, self.ir.head, "score_samples", scores)[:, 0]
 
     def decision_function(self, X):
+        if self.ir.head.decision_rule == "raw_gt_zero":  # the source's own decision values
+            raw, _ = self._run(X)
+            return raw[:, 0]
         return self.score_samples(X) - self.ir.head.anomaly_offset
 
     def predict(self, X):
-        return np.where(self.decision_function(X) < 0, -1, 1)
+        decision = self.decision_function(X)
+        if self.ir.head.decision_rule == "raw_gt_zero":  # libsvm: an inlier above zero
+            return np.where(decision > 0, 1, -1)
+        return np.where(decision < 0, -1, 1)  # IsolationForest: an outlier below zero
 
 
 _CONTAINER_CLASSES = {}

@@ -151,5 +151,7 @@ def _one_class_svm(model, options):
     (scores,) = builder.add(add, [raw], "score_samples")
     head = sklearn_head(model, "anomaly", ("predict", "decision_function", "score_samples"),
                         anomaly_offset=float(offset[0]), allows_inf=False,
-                        blocks=(("score_samples", 0, 1),))
+                        blocks=(("score_samples", 0, 1),),
+                        # decision_function is libsvm's own value; inliers are above 0
+                        decision_rule="raw_gt_zero")
     return ModelIR(head=head, graph=builder.build(raw, scores)).validate()

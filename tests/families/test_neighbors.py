@@ -1,4 +1,4 @@
-"""k-nearest-neighbour estimators and NearestCentroid against scikit-learn.
+"""Nearest-neighbour estimators and NearestCentroid against scikit-learn.
 
 Exactness: the KD and ball trees (scikit-learn's choice for small data) and the
 brute-force search with non-euclidean metrics sum the reduced distance feature by
@@ -12,11 +12,21 @@ Exactly tied distances at the k-th place: scikit-learn keeps whichever its searc
 met first (KD-tree visit order, heap layout, thread count); woodstar keeps the lower
 training index, so with tied rows we check the neighbour sets wherever the k-th and
 (k+1)-th distances differ (rows where sklearn's own answer is determined).
+
+Radius neighbours: scikit-learn sums the neighbours' targets (the regressor's mean,
+the distance-weighted vote) in the order its search returns them, which for the KD
+and ball trees is the tree's visit order; woodstar sums in training-index order (the
+brute-force search's order), so those sums are compared within 1e-12; counts
+(uniform votes) and the brute-force search's sums are exact.
 """
+
+import warnings
+
 
 import numpy as np
 import pytest
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor, NearestCentroid
+from sklearn.neighbors import (KNeighborsClassifier, KNeighborsRegressor, NearestCentroid,
+                               RadiusNeighborsClassifier, RadiusNeighborsRegressor)
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -24,8 +34,9 @@ import woodstar
 from woodstar.exceptions import MissingConverter
 from tests._parity import assert_parity
 
-COVERS_OPS = ("k_neighbors",)
-COVERS_MODELS = ("KNeighborsClassifier", "KNeighborsRegressor", "NearestCentroid")
+COVERS_OPS = ("k_neighbors", "radius_neighbors", "centroid_discriminant")
+COVERS_MODELS = ("KNeighborsClassifier", "KNeighborsRegressor", "NearestCentroid", "RadiusNeighborsClassifier", "RadiusNeighborsRegressor")
+METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
 
 EXACT = {
     "knn_kd": (lambda: KNeighborsClassifier(5), True),
@@ -40,6 +51,15 @@ EXACT = {
     "knnr_brute": (lambda: KNeighborsRegressor(6, weights="distance", algorithm="brute"), False),
     "centroid": (lambda: NearestCentroid(), True),
     "centroid_manhattan": (lambda: NearestCentroid(metric="manhattan"), True),
+    "centroid_priors": (lambda: NearestCentroid(priors=[0.2, 0.3, 0.5]), True),
+    "rnc_kd": (lambda: RadiusNeighborsClassifier(2.0, outlier_label="most_frequent"), True),
+    "rnc_kd_distance": (lambda: RadiusNeighborsClassifier(2.0, weights="distance", outlier_label=1), False),
+    "rnc_manhattan_brute": (lambda: RadiusNeighborsClassifier(3.0, weights="distance", metric="manhattan", algorithm="brute", outlier_label=0), True),
+    "rnc_none": (lambda: RadiusNeighborsClassifier(1.5, weights="distance", algorithm="ball_tree"), False),
+    "rnc_brute_uniform": (lambda: RadiusNeighborsClassifier(1.5, algorithm="brute"), True),
+    "rnr_kd": (lambda: RadiusNeighborsRegressor(2.0), False),
+    "rnr_brute_manhattan": (lambda: RadiusNeighborsRegressor(3.0, metric="manhattan", algorithm="brute"), True),
+    "rnr_brute_euclid_2d": (lambda: RadiusNeighborsRegressor(2.0, weights="distance", algorithm="brute"), False),
 }
 
 
@@ -56,8 +76,8 @@ def models(data):
     fitted = {}
     for name, (make, _) in EXACT.items():
         model = make()
-        target = t if name.startswith("knnr") else y
-        if name == "knnr_distance_2d":
+        target = t if name.startswith(("knnr", "rnr")) else y
+        if name.endswith("_2d"):
             target = np.column_stack([t, -t])
         fitted[name] = model.fit(X, target)
     return fitted
@@ -69,19 +89,42 @@ def _queries(rng, X):
     return np.vstack([Q, X[:10]])  # training rows themselves: a zero distance
 
 
+def _sklearn(model, method, X):
+    with warnings.catch_warnings():  # the radius regressor warns of its NaN
+        warnings.simplefilter("ignore", UserWarning)
+        return getattr(model, method)(X)
+
+
+def _check(c, model, X, exact):
+    for method in METHODS:
+        if not hasattr(model, method):
+            assert method not in c.ir.head.methods
+            continue
+        try:
+            expected = _sklearn(model, method, X)
+        except ValueError:  # a radius classifier's row with no neighbour
+            with pytest.raises(ValueError, match="no neighbors"):
+                getattr(c, method)(X)
+            continue
+        got = getattr(c, method)(X)
+        if exact or expected.dtype.kind != "f":
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def _near(rng, X):
+    """Queries with neighbours within every radius of the tests."""
+    return X[rng.integers(0, len(X), 80)] + rng.normal(scale=0.1, size=(80, X.shape[1]))
+
+
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_default_route_matches_sklearn(name, models, data, rng):
     model, exact = models[name], EXACT[name][1]
     X = _queries(rng, data[0])
     c = woodstar.convert(model, "torch")
-    for method in ("predict", "predict_proba"):
-        if not hasattr(model, method) or method not in c.ir.head.methods:
-            continue
-        got, expected = getattr(c, method)(X), getattr(model, method)(X)
-        if exact or expected.dtype.kind != "f":
-            np.testing.assert_array_equal(got, expected)
-        else:
-            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    _check(c, model, X, exact)
+    _check(c, model, _near(rng, data[0]), exact)
     for bad in (np.nan, np.inf):
         X[3, 1] = bad
         with pytest.raises(ValueError):
@@ -92,7 +135,8 @@ def test_default_route_matches_sklearn(name, models, data, rng):
 
 # one model per distance formula and output kind (the compiling backends take seconds each)
 BACKEND_CASES = ("knn_kd", "knn_brute_euclid", "knn_cosine", "knn_p3", "knnr_distance_2d",
-                 "centroid", "centroid_manhattan")
+                 "centroid", "centroid_manhattan", "centroid_priors", "rnc_kd_distance",
+                 "rnc_none", "rnr_brute_euclid_2d")
 
 
 @pytest.mark.parametrize("name", BACKEND_CASES)
@@ -100,8 +144,19 @@ def test_backends(name, models, data, rng, backend):
     model = models[name]
     c = woodstar.convert(model, backend, extra_config={"cpu_route": "program"}
                          if backend == "torch" else None)
-    assert_parity(c, model, _queries(rng, data[0]), "float64",
-                  methods=[m for m in ("predict", "predict_proba") if m in c.ir.head.methods])
+    methods = [m for m in METHODS if m in c.ir.head.methods]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        Q = _queries(rng, data[0])
+        if "decision_function" in methods:
+            # the discriminant scores of the rows far outside (|score| ~ 1e6) come from
+            # |x|^2 - 2 x.c + |c|^2, whose rounding depends on the product's summation
+            # order; predict_log_proba subtracts two of them: ~1e-16 of |score|, absolute
+            assert_parity(c, model, Q[:5], "float64", methods=methods, tolerance=1e-8)
+            Q = Q[5:]
+        assert_parity(c, model, Q, "float64", methods=methods)
+        if name.startswith("r"):
+            assert_parity(c, model, _near(rng, data[0]), "float64", methods=methods)
 
 
 def test_float32_input(models, data, rng):
@@ -110,6 +165,41 @@ def test_float32_input(models, data, rng):
     c = woodstar.convert(model, "torch")
     np.testing.assert_array_equal(c.predict_proba(X), model.predict_proba(X))
     np.testing.assert_array_equal(c.predict(X), model.predict(X))
+
+
+def test_float32_input_discriminant(models, data, rng):
+    model = models["centroid"]  # predict in float32, the discriminant scores in float64
+    X = _queries(rng, data[0]).astype(np.float32)
+    c = woodstar.convert(model, "torch")
+    for method in METHODS:
+        np.testing.assert_array_equal(getattr(c, method)(X), getattr(model, method)(X))
+
+
+def test_binary_centroid_decision(data, rng):
+    X, y, _ = data
+    model = NearestCentroid().fit(X, y % 2)
+    c = woodstar.convert(model, "torch")
+    _check(c, model, _queries(rng, X), True)
+    assert c.decision_function(X).shape == (len(X),)
+
+
+def test_radius_outliers(models, data):
+    X = data[0]
+    far = np.vstack([X[:5], np.full((2, X.shape[1]), 50.0)])  # two rows with no neighbour
+    with pytest.raises(ValueError, match="No neighbors"):
+        models["rnc_none"].predict(far)
+    c = woodstar.convert(models["rnc_none"], "torch")
+    with pytest.raises(ValueError, match="no neighbors"):
+        c.predict_proba(far)
+    c.predict(far[:5])  # rows with neighbours alone convert fine
+    for name in ("rnc_kd_distance", "rnc_manhattan_brute"):
+        c = woodstar.convert(models[name], "torch")
+        np.testing.assert_array_equal(c.predict(far), models[name].predict(far))
+        np.testing.assert_array_equal(c.predict_proba(far)[5:], models[name].predict_proba(far)[5:])
+    c = woodstar.convert(models["rnr_kd"], "torch")
+    got = c.predict(far)
+    assert np.isnan(got[5:]).all() and np.isfinite(got[:5]).all()
+    np.testing.assert_allclose(got, _sklearn(models["rnr_kd"], "predict", far), rtol=1e-12)
 
 
 def test_exact_ties_keep_the_determined_neighbours(rng):
@@ -130,19 +220,23 @@ def test_exact_ties_keep_the_determined_neighbours(rng):
 
 def test_pipeline(data, rng):
     X, y, _ = data
-    model = make_pipeline(StandardScaler(), KNeighborsClassifier(5, weights="distance")).fit(X, y)
-    c = woodstar.convert(model, "torch")
     Q = _queries(rng, X)
-    np.testing.assert_array_equal(c.predict(Q), model.predict(Q))
-    np.testing.assert_allclose(c.predict_proba(Q), model.predict_proba(Q), rtol=1e-12, atol=1e-12)
+    for final in (KNeighborsClassifier(5, weights="distance"), NearestCentroid(),
+                  RadiusNeighborsClassifier(1.5, weights="distance", outlier_label=2)):
+        model = make_pipeline(StandardScaler(), final).fit(X, y)
+        c = woodstar.convert(model, "torch")
+        np.testing.assert_array_equal(c.predict(Q), model.predict(Q))
+        np.testing.assert_allclose(c.predict_proba(Q), model.predict_proba(Q), rtol=1e-12, atol=1e-12)
 
 
 def test_save_load(models, data, rng, tmp_path):
-    model = models["knnr_distance_2d"]
-    c = woodstar.convert(model, "torch")
-    path = c.save(tmp_path / "knn.zip")
     Q = _queries(rng, data[0])
-    np.testing.assert_array_equal(woodstar.load(path).predict(Q), model.predict(Q))
+    for name, method in (("knnr_distance_2d", "predict"), ("rnc_manhattan_brute", "predict_proba"),
+                         ("centroid", "decision_function")):
+        model = models[name]
+        path = woodstar.convert(model, "torch").save(tmp_path / f"{name}.zip")
+        np.testing.assert_array_equal(getattr(woodstar.load(path), method)(Q),
+                                      getattr(model, method)(Q))
 
 
 def test_refusals(data):
@@ -154,7 +248,11 @@ def test_refusals(data):
         (KNeighborsClassifier(3, metric="hamming").fit(X, y), "metric"),
         (KNeighborsClassifier(3, algorithm="brute").fit(X.astype(np.float32), y), "brute-force"),
         (KNeighborsClassifier(3).fit(X, np.column_stack([y, y])), "multi-output"),
-        (NearestCentroid(priors=[0.2, 0.3, 0.5]).fit(X, y), "class priors"),
+        (NearestCentroid(metric="manhattan", priors=[0.2, 0.3, 0.5]).fit(X, y), "class priors"),
+        (RadiusNeighborsClassifier(2.0, outlier_label=7).fit(X, y), "outlier_label"),
+        (RadiusNeighborsClassifier(2.0).fit(X, np.column_stack([y, y])), "multi-output"),
+        (RadiusNeighborsRegressor(2.0, metric="hamming").fit(X, t), "metric"),
+        (RadiusNeighborsRegressor(2.0, algorithm="brute").fit(X.astype(np.float32), t), "brute-force"),
     ]
     for model, match in cases:
         with pytest.raises(MissingConverter, match=match):

@@ -1,5 +1,6 @@
-"""scikit-learn's k-nearest-neighbour estimators and NearestCentroid -> ``k_neighbors``
-and ``nearest_centers`` ops (woodstar/ir/families/neighbors.py, cluster.py).
+"""scikit-learn's nearest-neighbour estimators and NearestCentroid -> ``k_neighbors``,
+``radius_neighbors``, ``nearest_centers`` and ``centroid_discriminant`` ops
+(woodstar/ir/families/neighbors.py, cluster.py).
 
 The search scikit-learn fitted (``_fit_method``) decides the distance arithmetic: the
 KD and ball trees (the default for small data) and the brute-force search with a
@@ -14,7 +15,8 @@ import numpy as np
 from ...exceptions import MissingConverter, unsupported_message
 from ...ir import GraphBuilder, INPUT, ModelIR, ValueType
 from ...ir.families.cluster import NearestCenters
-from ...ir.families.neighbors import KNeighbors
+from ...ir.columns import Concat
+from ...ir.families.neighbors import CentroidDiscriminant, KNeighbors, RadiusNeighbors
 from .._sklearn import check_fitted, sklearn_head
 from ..registry import register_frontend
 
@@ -49,10 +51,8 @@ def _metric(model):
     return metric, p
 
 
-@register_frontend("sklearn", "KNeighborsClassifier", "KNeighborsRegressor")
-def _k_neighbors(model, options):
-    check_fitted(model, "_fit_X")
-    name = type(model).__name__
+def _search_fields(model):
+    """The training set and the distance arithmetic of the search scikit-learn fitted."""
     metric, p = _metric(model)
     if model.weights not in ("uniform", "distance"):
         _refuse(model, "weights", model.weights, "'uniform', 'distance'")
@@ -69,9 +69,15 @@ def _k_neighbors(model, options):
         formula = {"euclidean": "gemm", "cosine": "cosine"}.get(metric, "direct")
     else:
         formula = "direct"
-    fields = dict(fit_X=np.ascontiguousarray(fit_X, dtype=np.float64),
-                  n_neighbors=int(model.n_neighbors), metric=metric, p=p, formula=formula,
-                  weights=model.weights)
+    return dict(fit_X=np.ascontiguousarray(fit_X, dtype=np.float64), metric=metric, p=p,
+                formula=formula, weights=model.weights)
+
+
+@register_frontend("sklearn", "KNeighborsClassifier", "KNeighborsRegressor")
+def _k_neighbors(model, options):
+    check_fitted(model, "_fit_X")
+    name = type(model).__name__
+    fields = dict(_search_fields(model), n_neighbors=int(model.n_neighbors))
     if name == "KNeighborsClassifier":
         if model.outputs_2d_:
             _refuse(model, "multi-output targets", "2-D y", "one target")
@@ -93,18 +99,89 @@ def _k_neighbors(model, options):
     return _single_op_ir(model, op, head)
 
 
+@register_frontend("sklearn", "RadiusNeighborsClassifier", "RadiusNeighborsRegressor")
+def _radius_neighbors(model, options):
+    """A mask over the training set (reduced distance <= reduced radius); a row with
+    no neighbour: the classifier's ``outlier_label_`` (None: NaN scores, refused as
+    scikit-learn refuses it), the regressor's NaN."""
+    check_fitted(model, "_fit_X")
+    name = type(model).__name__
+    radius = float(model.radius)
+    if not np.isfinite(radius) or radius < 0:
+        _refuse(model, "radius", model.radius, "a finite radius >= 0")
+    fields = dict(_search_fields(model), radius=radius)
+    if name == "RadiusNeighborsClassifier":
+        if model.outputs_2d_:
+            _refuse(model, "multi-output targets", "2-D y", "one target")
+        classes = np.asarray(model.classes_)
+        outlier = -1
+        if model.outlier_label_ is not None:
+            label = model.outlier_label_[0]
+            found = np.flatnonzero(classes == label)
+            if found.size != 1:
+                # scikit-learn then gives all-zero probabilities and predicts a label
+                # outside classes_
+                _refuse(model, "an outlier_label outside classes_", label,
+                        "None, 'most_frequent' or one of classes_")
+            outlier = int(found[0])
+        op = RadiusNeighbors(y=np.asarray(model._y, dtype=np.int64), mode="classifier",
+                             n_classes=len(classes), outlier_index=outlier, **fields).validate()
+        c = len(classes)
+        head = sklearn_head(
+            model, "classification", ("predict", "predict_proba"), classes=(classes,),
+            allows_inf=False, blocks=(("proba", 0, c), ("label_index", c, c + 1)),
+            nan_scores_error="no neighbors found within the radius for some test samples; "
+                             "give a larger radius or an outlier_label" if outlier < 0 else "")
+    else:
+        y = np.asarray(model._y)
+        if y.dtype.kind not in "iub" and y.dtype != np.float64:
+            _refuse(model, "targets of dtype", str(y.dtype), "float64 or integers")
+        op = RadiusNeighbors(y=np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64),
+                             mode="regressor", **fields).validate()
+        head = sklearn_head(model, "regression", ("predict",), squeeze_output=y.ndim == 1,
+                            allows_inf=False)
+    return _single_op_ir(model, op, head)
+
+
 @register_frontend("sklearn", "NearestCentroid")
 def _nearest_centroid(model, options):
+    """predict: the nearest centroid (uniform priors; a ``nearest_centers`` op) or the
+    argmax of the discriminant scores (other priors); decision_function,
+    predict_proba, predict_log_proba (euclidean): a ``centroid_discriminant`` op."""
     check_fitted(model, "centroids_")
     classes = np.asarray(model.classes_)
-    if not np.isclose(model.class_prior_, 1 / len(classes)).all():
-        # scikit-learn then predicts from its discriminant scores, not the nearest centroid
-        _refuse(model, "class priors", "non-uniform", "uniform priors")
+    c = len(classes)
+    uniform = np.isclose(model.class_prior_, 1 / c).all()
     if model.metric not in ("euclidean", "manhattan"):
         _refuse(model, "metric", model.metric, "'euclidean', 'manhattan'")
-    rule = "argkmin" if model.metric == "euclidean" else "manhattan"
-    op = NearestCenters(centers=np.ascontiguousarray(model.centroids_, dtype=np.float64),
-                        rule=rule).validate()
-    head = sklearn_head(model, "classification", ("predict",), classes=(classes,),
-                        allows_inf=False, blocks=(("label_index", 0, 1),))
-    return _single_op_ir(model, op, head)
+    if model.metric == "manhattan":
+        if not uniform:
+            # scikit-learn then predicts from manhattan discriminant scores
+            _refuse(model, "class priors with the manhattan metric", "non-uniform",
+                    "uniform priors")
+        op = NearestCenters(centers=np.ascontiguousarray(model.centroids_, dtype=np.float64),
+                            rule="manhattan").validate()
+        head = sklearn_head(model, "classification", ("predict",), classes=(classes,),
+                            allows_inf=False, blocks=(("label_index", 0, 1),))
+        return _single_op_ir(model, op, head)
+    scores = CentroidDiscriminant(
+        centroids=np.ascontiguousarray(model.centroids_, dtype=np.float64),
+        std=np.ascontiguousarray(model.within_class_std_dev_, dtype=np.float64),
+        prior=np.ascontiguousarray(model.class_prior_, dtype=np.float64)).validate()
+    d = scores.n_decision
+    width = d + 2 * c + 1
+    builder = GraphBuilder(ValueType.floats(scores.n_features))
+    raw, transformed = builder.add(scores, [INPUT], scores.kind)
+    blocks = [("decision", 0, d), ("proba", d, d + c), ("log_proba", d + c, d + 2 * c)]
+    if uniform:  # scikit-learn predicts the nearest centroid (pairwise_distances_argmin)
+        nearest = NearestCenters(centers=np.ascontiguousarray(model.centroids_, dtype=np.float64),
+                                 rule="argkmin").validate()
+        _, label = builder.add(nearest, [INPUT], nearest.kind)
+        (transformed,) = builder.add(Concat(widths=(width, 1)), [transformed, label], "concat")
+        blocks.append(("label_index", width, width + 1))
+    else:
+        blocks.append(("label_index", width - 1, width))
+    head = sklearn_head(model, "classification",
+                        ("predict", "predict_proba", "predict_log_proba", "decision_function"),
+                        classes=(classes,), allows_inf=False, blocks=tuple(blocks))
+    return ModelIR(head=head, graph=builder.build(raw, transformed)).validate()

@@ -21,7 +21,14 @@ distance the lower training index comes first. (scikit-learn's own choice among
 exactly tied rows at the k-th place depends on its search: the KD tree's visit order,
 the heap it keeps, its thread count; see tests/families/test_neighbors.py.)
 
-``NearestCentroid`` runs as a ``nearest_centers`` op (woodstar/ir/families/cluster.py).
+``RadiusNeighbors`` (kind ``radius_neighbors``): every training row whose reduced
+distance is ``<=`` the reduced radius (``r**2`` for euclidean, ``r**p`` for Minkowski,
+as scikit-learn's searches compare), a mask over the training set; then the
+estimator's own per-row NumPy code over those rows in training-index order.
+
+``NearestCentroid`` predicts with a ``nearest_centers`` op (woodstar/ir/families/cluster.py);
+its discriminant scores (``decision_function``, ``predict_proba``, ``predict_log_proba``)
+are a ``centroid_discriminant`` op.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import numpy as np
 
 from ..graph import Op, ValueType, register_op
 
-__all__ = ["KNeighbors", "KNN_METRICS", "KNN_FORMULAS", "reduced_distances",
+__all__ = ["KNeighbors", "RadiusNeighbors", "CentroidDiscriminant", "KNN_METRICS", "KNN_FORMULAS", "reduced_distances",
            "distances_from_reduced", "gemm_squared_distances", "row_norms"]
 
 KNN_METRICS = ("euclidean", "manhattan", "chebyshev", "minkowski", "cosine")
@@ -260,3 +267,228 @@ class KNeighbors(Op):
                    metric=str(meta["metric"]), p=float(meta["p"]), formula=str(meta["formula"]),
                    weights=str(meta["weights"]), mode=str(meta["mode"]),
                    n_classes=int(meta["n_classes"]))
+
+
+def _reduced_radius(radius, metric, formula, p):
+    """scikit-learn's ``_dist_to_rdist(radius)`` for the search it runs."""
+    if formula == "gemm" or (formula == "direct" and metric == "euclidean"):
+        return radius * radius
+    if formula == "direct" and metric == "minkowski":
+        return radius ** p
+    return radius
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class RadiusNeighbors(Op):
+    """Training rows within ``radius``, then the estimator's vote or mean.
+
+    Fields as ``KNeighbors``, with ``radius`` instead of ``n_neighbors``;
+    ``outlier_index``: a classifier's class index for rows with no neighbour
+    (``-1``: none, scikit-learn refuses such a row; the scores are then NaN).
+
+    Outputs: classifier: raw = predict_proba (n, C), transformed = [proba | label
+    index]; regressor: raw = transformed = the prediction (NaN with no neighbour)."""
+
+    kind = "radius_neighbors"
+
+    fit_X: np.ndarray
+    y: np.ndarray
+    radius: float
+    metric: str = "euclidean"
+    p: float = 2.0
+    formula: str = "direct"
+    weights: str = "uniform"
+    mode: str = "classifier"
+    n_classes: int = 0
+    outlier_index: int = -1
+
+    n_features = KNeighbors.n_features
+    n_train = KNeighbors.n_train
+    n_outputs = KNeighbors.n_outputs
+
+    def validate(self):
+        self.expect(self.fit_X.ndim == 2 and self.fit_X.dtype == np.float64,
+                    "fit_X must be a float64 matrix")
+        self.expect(np.isfinite(self.fit_X).all(), "fit_X holds non-finite values")
+        self.expect(self.metric in KNN_METRICS, f"metric {self.metric!r} not in {KNN_METRICS}")
+        self.expect(self.formula in KNN_FORMULAS, f"formula {self.formula!r} not in {KNN_FORMULAS}")
+        self.expect(self.weights in WEIGHTS, f"weights {self.weights!r} not in {WEIGHTS}")
+        self.expect(self.mode in KNN_MODES, f"mode {self.mode!r} not in {KNN_MODES}")
+        self.expect(np.isfinite(self.radius) and self.radius >= 0, "radius must be finite, >= 0")
+        self.expect(len(self.y) == self.n_train, f"{len(self.y)} targets for {self.n_train} rows")
+        if self.mode == "classifier":
+            self.expect(self.y.ndim == 1 and self.y.dtype == np.int64 and self.n_classes >= 1
+                        and (self.y >= 0).all() and (self.y < self.n_classes).all(),
+                        "classifier targets must be int64 class indices below n_classes")
+            self.expect(-1 <= self.outlier_index < self.n_classes,
+                        "outlier_index must be -1 or a class index")
+        else:
+            self.expect(self.y.ndim == 2 and self.y.dtype == np.float64,
+                        "regressor targets must be a float64 (rows, outputs) matrix")
+        return self
+
+    output_types = KNeighbors.output_types
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float64), np.dtype(np.float64)]
+
+    @property
+    def reduced_radius(self):
+        return _reduced_radius(float(self.radius), self.metric, self.formula, self.p)
+
+    def reduced(self, X):
+        if self.formula == "gemm":
+            return gemm_squared_distances(X, self.fit_X, dot_norms(self.fit_X))
+        if self.formula == "cosine":
+            return cosine_distances(X, normalized_rows(self.fit_X))
+        return reduced_distances(X, self.fit_X, self.metric, self.p)
+
+    def _predict_block(self, X):
+        rdist = self.reduced(X)
+        within = rdist <= self.reduced_radius
+        metric = "euclidean" if self.formula == "gemm" else self.metric
+        n, width = X.shape[0], self.n_outputs
+        out = np.empty((n, width))
+        for i in range(n):
+            ind = np.flatnonzero(within[i])
+            weights = None
+            if self.weights == "distance" and len(ind):  # scikit-learn's _get_weights
+                dist = rdist[i, ind] if self.formula == "cosine" else \
+                    distances_from_reduced(rdist[i, ind], metric, self.p)
+                if 0.0 in dist:
+                    weights = dist == 0.0
+                else:
+                    weights = 1.0 / dist
+            if self.mode == "regressor":
+                if not len(ind):
+                    out[i] = np.nan
+                elif weights is None:
+                    out[i] = np.mean(self.y[ind, :], axis=0)
+                else:
+                    out[i] = np.average(self.y[ind, :], axis=0, weights=weights)
+                continue
+            if len(ind):
+                out[i] = np.bincount(self.y[ind], weights, minlength=self.n_classes)
+            elif self.outlier_index >= 0:
+                out[i] = 0.0
+                out[i, self.outlier_index] = 1.0
+            else:
+                out[i] = np.nan
+        if self.mode == "regressor":
+            return out, out
+        normalizer = out.sum(axis=1)[:, np.newaxis]
+        normalizer[normalizer == 0.0] = 1.0
+        out /= normalizer
+        label = np.argmax(np.nan_to_num(out, nan=0.0), axis=1).astype(np.float64)
+        return out, np.hstack([out, label[:, None]])
+
+    def reference(self, inputs):
+        (X,) = inputs
+        if len(X) == 0:
+            width = self.n_classes + 1 if self.mode == "classifier" else self.n_outputs
+            return [np.zeros((0, self.n_outputs)), np.zeros((0, width))]
+        step = max(1, _CHUNK_ELEMENTS // max(1, self.n_train))
+        parts = [self._predict_block(X[s:s + step]) for s in range(0, len(X), step)]
+        return [np.vstack([a for a, _ in parts]), np.vstack([b for _, b in parts])]
+
+    def to_saved(self):
+        return ({"radius": float(self.radius), "metric": self.metric, "p": float(self.p),
+                 "formula": self.formula, "weights": self.weights, "mode": self.mode,
+                 "n_classes": int(self.n_classes), "outlier_index": int(self.outlier_index)},
+                {"fit_X": self.fit_X, "y": self.y})
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(fit_X=arrays["fit_X"], y=arrays["y"], radius=float(meta["radius"]),
+                   metric=str(meta["metric"]), p=float(meta["p"]), formula=str(meta["formula"]),
+                   weights=str(meta["weights"]), mode=str(meta["mode"]),
+                   n_classes=int(meta["n_classes"]), outlier_index=int(meta["outlier_index"]))
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class CentroidDiscriminant(Op):
+    """NearestCentroid's discriminant scores (euclidean; ESL eq. 18.2), as scikit-learn's
+    ``_decision_function`` computes them: features scaled by ``within_class_std_dev_``
+    (where non-zero), ``-d(x, centroid)**2 + 2 log(prior)`` with ``euclidean_distances``
+    one class at a time, then DiscriminantAnalysisPredictionMixin's methods.
+
+    Outputs: raw = decision_function (n, 1 for two classes else C); transformed =
+    [decision | proba (C) | log_proba (C) | argmax label index (1)]."""
+
+    kind = "centroid_discriminant"
+
+    centroids: np.ndarray  # (C, F) float64
+    std: np.ndarray  # (F,) within_class_std_dev_
+    prior: np.ndarray  # (C,) class_prior_
+
+    @property
+    def n_features(self):
+        return int(self.centroids.shape[1])
+
+    @property
+    def n_classes(self):
+        return int(self.centroids.shape[0])
+
+    @property
+    def n_decision(self):
+        return 1 if self.n_classes == 2 else self.n_classes
+
+    def validate(self):
+        self.expect(self.centroids.ndim == 2 and self.centroids.dtype == np.float64
+                    and self.n_classes >= 2, "centroids must be a float64 (C >= 2, F) matrix")
+        self.expect(self.std.shape == (self.n_features,) and self.std.dtype == np.float64,
+                    "std must be float64, one per feature")
+        self.expect(self.prior.shape == (self.n_classes,) and self.prior.dtype == np.float64,
+                    "prior must be float64, one per class")
+        return self
+
+    def output_types(self, input_types):
+        (value,) = input_types
+        self.expect_width(value, self.n_features)
+        self.expect_numeric(value)
+        return [ValueType.floats(self.n_decision),
+                ValueType.floats(self.n_decision + 2 * self.n_classes + 1)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float64), np.dtype(np.float64)]
+
+    def scores(self, X):
+        X_normalized = np.array(X, dtype=np.float64, copy=True)
+        discriminant_score = np.empty((X_normalized.shape[0], self.n_classes), dtype=np.float64)
+        mask = self.std != 0
+        X_normalized[:, mask] /= self.std[mask]
+        centroids_normalized = self.centroids.copy()
+        centroids_normalized[:, mask] /= self.std[mask]
+        XX = row_norms(X_normalized)[:, None]
+        for class_idx in range(self.n_classes):
+            Y = centroids_normalized[[class_idx]]
+            distances = -2 * (X_normalized @ Y.T)  # sklearn's _euclidean_distances
+            distances += XX
+            distances += row_norms(Y)[None, :]
+            np.maximum(distances, 0, out=distances)
+            distances = np.sqrt(distances).ravel()
+            distances **= 2
+            discriminant_score[:, class_idx] = np.squeeze(
+                -distances + 2.0 * np.log(self.prior[class_idx]))
+        return discriminant_score
+
+    def reference(self, inputs):
+        (X,) = inputs
+        scores = self.scores(X)
+        decision = scores[:, 1:2] - scores[:, 0:1] if self.n_classes == 2 else scores
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_likelihood = scores - scores.max(axis=1)[:, np.newaxis]
+            log_proba = log_likelihood - np.log(
+                np.exp(log_likelihood).sum(axis=1)[:, np.newaxis])
+            proba = np.exp(log_proba)
+        label = scores.argmax(axis=1).astype(np.float64)[:, None]
+        return [decision, np.hstack([decision, proba, log_proba, label])]
+
+    def to_saved(self):
+        return {}, {"centroids": self.centroids, "std": self.std, "prior": self.prior}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(centroids=arrays["centroids"], std=arrays["std"], prior=arrays["prior"])

@@ -89,7 +89,7 @@ def _category_column(series, column, estimator):
     return np.where(codes < 0, np.nan, codes).astype(np.float64)
 
 
-def _check_allowed(numbers, column, estimator, values):
+def _check_allowed(numbers, column, estimator, values, labels=False):
     if column.allowed is None and column.allowed_missing:
         return
     missing = np.isnan(numbers)
@@ -100,6 +100,8 @@ def _check_allowed(numbers, column, estimator, values):
     if unknown.any() and column.allowed is None:
         raise ValueError(f"{column.check_owner or estimator}: column {column.name!r} has "
                          f"missing values in transform but had none in fit.")
+    if unknown.any() and labels:
+        raise ValueError(f"y contains previously unseen labels: {_unseen_labels(values, unknown)}")
     if unknown.any():
         found = np.asarray(values, dtype=object)[unknown] if column.kind == STRING \
             else numbers[unknown]
@@ -107,6 +109,15 @@ def _check_allowed(numbers, column, estimator, values):
                         for v in found.tolist()}, key=str)
         raise ValueError(f"{column.check_owner or estimator}: found unknown categories "
                          f"{shown[:10]} in column {column.name!r} during transform.")
+
+
+def _unseen_labels(values, unknown):
+    """The unseen labels as scikit-learn's LabelEncoder names them: the first one for
+    strings (it looks them up one by one), else every distinct one, sorted."""
+    values = np.asarray(values)
+    if values.dtype.kind in "biuf":
+        return list(np.unique(values[unknown]))
+    return repr(values[unknown][0])
 
 
 def encode_columns(X, head, schema, original=None) -> np.ndarray:
@@ -135,7 +146,7 @@ def encode_columns(X, head, schema, original=None) -> np.ndarray:
             numbers = _category_column(values, column, estimator)
         else:
             numbers = _numbers(_plain(values), column, estimator)
-        _check_allowed(numbers, column, estimator, values)
+        _check_allowed(numbers, column, estimator, values, labels=head.input_1d)
         out[:, i] = numbers
     return out
 

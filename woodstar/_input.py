@@ -14,7 +14,7 @@ import numpy as np
 from ._encode import encode_columns
 from .ir import Head
 
-__all__ = ["to_feature_matrix"]
+__all__ = ["to_feature_matrix", "labels_1d", "labels_are_binary"]
 
 
 def _is_dataframe(X):
@@ -103,11 +103,81 @@ def _as_array(X, head: Head) -> np.ndarray:
     return X
 
 
+def labels_1d(y, head: Head) -> np.ndarray:
+    """A 1-D label transformer's input (an array, list, Series or torch tensor of
+    labels; an (n, 1) column is taken as scikit-learn's ``column_or_1d`` takes it) as a
+    1-D NumPy array, cast to ``head.input_1d_dtype`` as the source casts it, and checked
+    as a classification target where ``head.labels_target_check`` says so."""
+    if isinstance(y, np.ndarray) and y.ndim == 1 and not head.input_1d_dtype \
+            and not head.labels_target_check:
+        return y
+    if _is_dataframe(y) or type(y).__name__ == "Series":
+        y = y.to_numpy()
+    elif _is_sparse(y):
+        y = y.toarray()
+    elif type(y).__module__.startswith("torch"):
+        y = y.detach().cpu().numpy()
+    y = np.asarray(y) if isinstance(y, np.ndarray) or not isinstance(y, (list, tuple)) \
+        else np.asarray(y, dtype=None if all(isinstance(v, (int, float, np.number))
+                                             for v in y) else object)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{head.estimator} expects a 1-D array of labels: y should be a 1d "
+                         f"array, got an array of shape {y.shape} instead.")
+    if head.input_1d_dtype:
+        target = np.dtype(head.input_1d_dtype)
+        if target.kind in "biu" and y.dtype.kind in "fc" and np.isnan(y).any():
+            raise ValueError("Input y contains NaN.")
+        if target.kind in "biu" and y.dtype.kind == "O":
+            y = _numbers_or_error(y, head)
+        with np.errstate(invalid="ignore", over="ignore"):
+            y = np.asarray(y, dtype=target)
+    if head.labels_target_check:
+        _check_target(y, head)
+    return y
+
+
+def _numbers_or_error(y, head):
+    try:
+        values = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{head.estimator}: the labels were numbers when the model was "
+                         f"fitted; got non-numeric values.") from None
+    if np.isnan(values).any():
+        raise ValueError("Input y contains NaN.")
+    return values
+
+
+def _check_target(y, head):
+    """scikit-learn's ``type_of_target`` refusals for label binarization."""
+    if y.dtype.kind == "f":
+        if np.isnan(y).any():
+            raise ValueError("Input contains NaN.")
+        if np.isinf(y).any():
+            raise ValueError(f"Input contains infinity or a value too large for {y.dtype!r}.")
+        if (y != y.astype(np.int64)).any():
+            raise ValueError("continuous target data is not supported with label binarization")
+    elif y.dtype.kind == "O":
+        if not all(isinstance(v, str) for v in y.tolist()):
+            raise ValueError("The type of target data is not known")
+    elif y.dtype.kind not in "biuUS":
+        raise ValueError("The type of target data is not known")
+
+
+def labels_are_binary(y) -> bool:
+    """Whether 1-D labels (from ``labels_1d``) hold at most two distinct values, a
+    "binary" target to scikit-learn's ``type_of_target``."""
+    return len(np.unique(y)) <= 2
+
+
 def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") -> np.ndarray:
     """Validate ``X`` for ``head`` and ``schema`` and return it as C-contiguous ``dtype``
     (no copy when it already is one). ``source_precision`` is the precision the source
     library rounds inputs to: a float64 beyond float32's range is an infinity to it."""
-    if _is_sparse(X):
+    if head.input_1d:  # one column of labels
+        X = labels_1d(X, head)[:, None]
+    elif _is_sparse(X):
         X = X.toarray()
     if schema is not None and schema.needs_encoding:
         X = encode_columns(X, head, schema)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from . import plan
-from ._input import to_feature_matrix
+from ._input import labels_1d, labels_are_binary, to_feature_matrix
 from ._options import Options
 from .ir import LinearModel, ModelIR
 from .lowering import choose_strategy, lower_model
@@ -277,8 +277,35 @@ class _DecisionFunction:
 
 class _Transformer:
     def transform(self, X):
+        head = self.ir.head
+        if head.input_1d:
+            return self._transform_labels(X)
         _, values = self._run(X)
-        return _block(values, self.ir.head, "transform", values)
+        values = _block(values, head, "transform", values)
+        return values.astype(head.transform_dtype) if head.transform_dtype else values
+
+    def _transform_labels(self, y):
+        """A 1-D label transformer (LabelEncoder, LabelBinarizer): the labels are the one
+        input column; the result is 1-D where ``squeeze_output`` says so."""
+        head = self.ir.head
+        y = labels_1d(y, head)
+        if not len(y):  # scikit-learn: LabelEncoder gives an empty float array, while
+            if head.labels_target_check:  # label_binarize refuses no samples
+                raise ValueError(f"Found array with 0 sample(s) (shape={y.shape}) while a "
+                                 f"minimum of 1 is required.")
+            return np.asarray([])
+        _, values = self._run(y)
+        if head.binary_labels_block and labels_are_binary(y):
+            start, stop = head.binary_labels_block
+            values = values[:, start:stop]
+        else:
+            values = _block(values, head, "transform", values)
+        dtype = head.transform_dtype
+        if dtype == "labels_int":  # label_binarize: the labels' signed integer dtype, else int64
+            dtype = y.dtype if y.dtype.kind == "i" else np.dtype(np.int64)
+        if dtype:
+            values = values.astype(dtype)
+        return values[:, 0] if head.squeeze_output and values.shape[1] == 1 else values
 
 
 class _ScoreSamples:

@@ -65,6 +65,21 @@ class Head:
     library_versions: Tuple[Tuple[str, str], ...] = ()
     blocks: Tuple[Tuple[str, int, int], ...] = ()  # (role, start, stop) in transformed
     nan_scores_error: str = ""  # raw scores holding NaN: the source refuses the input (why)
+    # 1-D label transformers (LabelEncoder, LabelBinarizer): ``transform`` takes a 1-D
+    # array of labels, read as the one input column, after casting it to
+    # ``input_1d_dtype`` where the source casts it (LabelEncoder casts to its classes'
+    # dtype); ``squeeze_output`` gives a 1-D result.
+    input_1d: bool = False
+    input_1d_dtype: str = ""
+    # The 1-D labels must be a classification target as scikit-learn's ``type_of_target``
+    # sees it (no NaN, no non-integer floats); when they hold at most two distinct
+    # values (a "binary" target), ``transform`` reads only ``binary_labels_block``
+    # (start, stop) of its columns (LabelBinarizer with one or two classes).
+    labels_target_check: bool = False
+    binary_labels_block: Tuple[int, ...] = ()
+    # ``transform`` returns this dtype (default: the route's float); "labels_int": the 1-D
+    # labels' signed integer dtype, else int64 (scikit-learn's label_binarize)
+    transform_dtype: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -74,6 +89,8 @@ class Head:
             object.__setattr__(self, "classes", tuple(np.asarray(c) for c in self.classes))
         object.__setattr__(self, "library_versions", tuple(tuple(v) for v in self.library_versions))
         object.__setattr__(self, "blocks", tuple((str(r), int(a), int(b)) for r, a, b in self.blocks))
+        object.__setattr__(self, "binary_labels_block",
+                           tuple(int(i) for i in self.binary_labels_block))
         object.__setattr__(self, "inf_rejected_features",
                            tuple(int(f) for f in self.inf_rejected_features))
 

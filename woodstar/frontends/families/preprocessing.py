@@ -2,8 +2,7 @@
 
 Normalizer, Binarizer, KBinsDiscretizer, PolynomialFeatures, PowerTransformer,
 QuantileTransformer, FunctionTransformer (a NumPy ufunc, or None), TargetEncoder.
-LabelEncoder and LabelBinarizer transform 1-D label arrays, which the container does
-not take: they are refused with that reason.
+LabelEncoder and LabelBinarizer (1-D labels) are in ``labels.py``.
 
 Each transformer says which input it accepts as scikit-learn's own ``transform`` does
 (``ACCEPTS``: NaN, infinity); inside a pipeline, a step that refuses NaN records that
@@ -254,18 +253,3 @@ def _target_encoder(model, composer, value):
                        outputs=[np.asarray(e, dtype=np.float64) for e in model.encodings_],
                        unknown=tuple(unknown), dtype="float64")
     return _one_op(composer, selected, op, owner)
-
-
-# ------------------------------------------------------------------ label transformers
-@register_frontend("sklearn", "LabelEncoder", "LabelBinarizer")
-def _label_transformer(model, options):
-    name = type(model).__name__
-    raise MissingConverter(unsupported_message(
-        name, "transforming a 1-D array of labels", "1-D labels",
-        "transformers of 2-D feature arrays (the converted model's input is "
-        "(n_samples, n_features))"))
-
-
-@transformer("LabelEncoder", "LabelBinarizer")
-def _label_step(model, composer, value):
-    _label_transformer(model, None)

@@ -90,6 +90,12 @@ def _category_column(series, column, estimator):
 
 
 def _check_allowed(numbers, column, estimator, values, labels=False):
+    if column.positive_only:
+        with np.errstate(invalid="ignore"):
+            if (numbers <= 0).any():
+                raise ValueError(f"{column.check_owner or estimator}: the Box-Cox "
+                                 f"transformation can only be applied to strictly positive "
+                                 f"data (column {column.name!r}).")
     if column.allowed is None and column.allowed_missing:
         return
     missing = np.isnan(numbers)

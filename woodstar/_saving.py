@@ -127,7 +127,8 @@ def _schema_meta(schema, members):
                  "vocabulary": None if column.vocabulary is None else list(column.vocabulary),
                  "category_values": None, "allowed": None,
                  "allowed_missing": column.allowed_missing, "check_owner": column.check_owner,
-                 "unseen_category": column.unseen_category}
+                 "unseen_category": column.unseen_category,
+                 "positive_only": column.positive_only}
         if column.category_values is not None:
             stored, as_object = _classes_for_saving(np.asarray(column.category_values,
                                                                dtype=object))
@@ -342,7 +343,8 @@ def _build_schema(meta, members, source):
             vocabulary=None if entry["vocabulary"] is None else tuple(entry["vocabulary"]),
             category_values=category_values, allowed=allowed,
             allowed_missing=bool(entry["allowed_missing"]), check_owner=str(entry["check_owner"]),
-            unseen_category=str(entry.get("unseen_category", "missing"))))
+            unseen_category=str(entry.get("unseen_category", "missing")),
+            positive_only=bool(entry.get("positive_only", False))))
     return InputSchema(tuple(columns))
 
 

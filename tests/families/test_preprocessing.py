@@ -235,3 +235,23 @@ def test_identity_function_transformer_is_still_the_identity(rng):
     X = rng.normal(size=(50, 3))
     model = FunctionTransformer().fit(X)
     np.testing.assert_array_equal(woodstar.convert(model, "torch").transform(X), X)
+
+
+@pytest.mark.parametrize("in_pipeline", [False, True])
+def test_box_cox_refuses_values_that_are_not_positive(in_pipeline, rng):
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PowerTransformer
+
+    X = rng.lognormal(size=(80, 3))
+    model = PowerTransformer(method="box-cox")
+    model = make_pipeline(model, Ridge()).fit(X, X[:, 0]) if in_pipeline else model.fit(X)
+    converted = woodstar.convert(model, "torch")
+    run = (lambda m: m.predict) if in_pipeline else (lambda m: m.transform)
+    T = rng.lognormal(size=(20, 3))
+    np.testing.assert_array_equal(run(converted)(T), run(model)(T))
+    T[4, 2] = 0.0
+    with pytest.raises(ValueError, match="strictly positive"):
+        run(model)(T)
+    with pytest.raises(ValueError, match="strictly positive data \\(column '2'\\)"):
+        run(converted)(T)

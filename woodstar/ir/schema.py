@@ -45,6 +45,7 @@ class InputColumn:
     vocabulary: Optional[Tuple[str, ...]] = None  # string columns: code i is vocabulary[i]
     category_values: Optional[tuple] = None  # category columns re-coded from DataFrames
     unseen_category: str = "missing"  # a DataFrame value outside them: "missing" or "error"
+    positive_only: bool = False  # the source refuses values <= 0 (Box-Cox)
     allowed: Optional[np.ndarray] = None  # values (codes) the source accepts, sorted
     allowed_missing: bool = True
     check_owner: str = ""  # the estimator whose check ``allowed`` repeats
@@ -93,7 +94,7 @@ class InputSchema:
     def needs_encoding(self) -> bool:
         """Whether any column is more than a plain number at the edge."""
         return any(c.kind == STRING or c.category_values is not None or c.allowed is not None
-                   or not c.allowed_missing for c in self.columns)
+                   or not c.allowed_missing or c.positive_only for c in self.columns)
 
     @property
     def string_columns(self) -> Tuple[int, ...]:

@@ -180,12 +180,24 @@ def _polynomial(model, composer, value):
     return _one_op(composer, value, op, "PolynomialFeatures")
 
 
+def _require_positive(composer, value):
+    """Box-Cox refuses values <= 0: the input edge checks the columns it reads."""
+    for origin in composer.origins[value]:
+        if origin is None:
+            raise MissingConverter(unsupported_message(
+                "PowerTransformer", "method='box-cox' on a computed column", "box-cox",
+                "box-cox on input columns, or 'yeo-johnson'"))
+        composer.schema.set(origin[0], positive_only=True, check_owner="PowerTransformer")
+
+
 @family_transformer("PowerTransformer", accepts=_nan_not_inf)
 def _power(model, composer, value):
     check_fitted(model, "lambdas_")
     if model.method not in ("yeo-johnson", "box-cox"):
         raise MissingConverter(unsupported_message("PowerTransformer", "method", model.method,
                                                    "'yeo-johnson', 'box-cox'"))
+    if model.method == "box-cox":
+        _require_positive(composer, value)
     out = _one_op(composer, value, PowerTransform(composer.width(value), model.method,
                                                   np.asarray(model.lambdas_)), "PowerTransformer")
     if model.standardize:

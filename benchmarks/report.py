@@ -300,6 +300,36 @@ def _spark_section(path=SPARK):
             f"{r['native_task_warm_ms']} |", ""]
 
 
+def _families_section(path=None):
+    """Markdown from benchmarks/families.py's results (one model per family), if any."""
+    path = path or ROOT / "benchmarks" / "results" / "families.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    lines = ["## Model families", "",
+             f"`OMP_WAIT_POLICY=passive python -m benchmarks.families --out "
+             f"benchmarks/results/families.json` ({meta['date']}, {meta['machine']}, "
+             f"{meta['threads']} thread, woodstar {meta['woodstar']}). One representative model "
+             f"per family, the public path (NumPy in, NumPy out) on woodstar's default route, "
+             f"against the estimator itself and ONNX Runtime (skl2onnx, float32 input); best "
+             f"per-call time of interleaved rounds, ms. Answers are checked first: the largest "
+             f"absolute difference from the estimator is given per engine.", "",
+             "| model (method) | route | rows | woodstar | native | ONNX Runtime | "
+             "max diff woodstar | max diff ORT |", "|---|---|---|---|---|---|---|---|"]
+    for row in data["results"]:
+        for batch, cell in row["cells"].items():
+            ort = cell.get("ms_onnxruntime")
+            ort_text = f"{ort:.3f}" if ort is not None else f"— ({row['ort']})"
+            diff_ort = cell.get("max_abs_diff_ort")
+            lines.append(
+                f"| {row['model']} ({row['method']}) | {row['route']} | {batch} | "
+                f"{cell['ms_woodstar']:.3f} | {cell['ms_native']:.3f} | {ort_text} | "
+                f"{cell['max_abs_diff_woodstar']:.1e} | "
+                f"{'—' if diff_ort is None else f'{diff_ort:.1e}'} |")
+    return lines + [""]
+
+
 def _command(argv_text):
     """A recorded command line as the module invocation that reproduces it."""
     args = argv_text.split()[1:]
@@ -407,6 +437,7 @@ def markdown(results, table, plots, results_path, shipped=False, img_dir=None):
         lines += ["", *_small_batches_section(img_dir)[0]]
         lines += _linear_section()
         lines += _spark_section()
+        lines += _families_section()
     # ---------------------------------------------------------------- method
     v = meta["versions"]
     lines += ["", "## Method", "",

@@ -159,7 +159,7 @@ def test_predict_refuses_a_corrupted_model(tmp_path, forest, capsys):
 # ------------------------------------------------- other libraries' model files
 def _needs_frontend(package, cls):
     if (package, cls) not in supported_models():
-        pytest.skip(f"the {package} frontend is not merged on this branch yet")
+        pytest.skip(f"the {package} frontend is not available")
 
 
 def test_convert_lightgbm_text_file(tmp_path, capsys):

@@ -159,12 +159,9 @@ class CTreeWalk(CpuRoute):
     With ``n_threads`` > 1, calls of at least ``parallel_min_steps`` node steps (rows x
     the trees' summed depths) split their rows over that many threads inside the kernel.
     Each row stays on one thread, so the answer does not depend on the thread count;
-    ``last_threads`` says how many ran. Threads are made per call: on the 2-core
-    reference machine that costs ~0.15 ms (a Python pool's hand-off cost ~0.3 ms), so
-    at 2 threads splitting lost at 118k-153k steps (XGBoost 500x8 at 32 rows, RF 50x20
-    at 128, GBDT depth 3 at 512), tied at 204k (RF 100x8 at 256 rows) and won from
-    237k (XGBoost at 64 rows: 0.87 -> 0.53 ms; RF 50x20 at 256: 1.05 -> 0.62; GBDT at
-    1024: 0.86 -> 0.70). One quiet run, warm calls, serial and split interleaved."""
+    ``last_threads`` says how many ran. Threads are made per call, which costs about
+    a small batch's walk, so splitting starts at the step count where it was measured
+    to pay (docs/benchmarks.md, "CPU routes"; the figures are in benchmarks/notes.md)."""
 
     parallel_min_steps = 220_000
 

@@ -1,9 +1,8 @@
 """A NumPy program for small batches: the tree-traversal walk without Torch.
 
-At a handful of rows the Torch program's time is per-operator dispatch (about 8 us
-an operator on the 2-core reference machine), not work; the same walk in NumPy does
-the same comparisons on the same layout for about 1 us a call (docs/benchmarks.md,
-"small batches"). It is exact
+At a handful of rows the Torch program's time is per-operator dispatch, not work; the
+same walk in NumPy does the same comparisons on the same layout for a fraction of that
+per call (docs/benchmarks.md, "small batches"). It is exact
 for the same reasons: thresholds rounded by ``le_thresholds`` in the route's dtype,
 NaN routed by the widened input, trees added in order from the base score (a running
 sum, as every strategy does). Ensembles with categorical splits or linear leaves are

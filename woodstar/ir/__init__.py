@@ -70,14 +70,6 @@ class ModelIR:
         return tuple(n.op for n in self.graph.nodes_of("column_ops"))
 
     @cached_property
-    def is_tree_chain(self) -> bool:
-        """Input -> column-wise steps (maybe none) -> one tree ensemble, nothing else:
-        the shape the tree runtimes take whole."""
-        kinds = [n.kind for n in self.graph.nodes]
-        return kinds.count("trees") == 1 and kinds[-1] == "trees" \
-            and set(kinds[:-1]) <= {"column_ops"} and not self.schema.string_columns
-
-    @cached_property
     def follows_input_dtype(self) -> bool:
         """Whether the source computes in the input's float dtype (scalers keep float32
         as float32; linear models multiply in the input's dtype), rather than rounding

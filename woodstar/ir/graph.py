@@ -90,6 +90,13 @@ class Op:
         raise NotImplementedError
 
     # helpers for output_types
+    def numeric_input(self, input_types, width):
+        """The op's one input value, checked to hold ``width`` numeric columns."""
+        (value,) = input_types
+        self.expect_width(value, width)
+        self.expect_numeric(value)
+        return value
+
     def expect(self, condition, message):
         if not condition:
             raise InvalidModelError(message)

@@ -364,9 +364,7 @@ class TreeEnsemble(Op):
 
     # ---------------------------------------------------------------- graph op
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_outputs),
                 ValueType.floats(transformed_width(self.post_transform, self.n_outputs))]
 

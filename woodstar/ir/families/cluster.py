@@ -114,9 +114,7 @@ class NearestCenters(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         k = self.n_centers if self.with_transform else 0
         return [ValueType.floats(k or 1), ValueType.floats(k + 1)]
 
@@ -202,9 +200,7 @@ class BisectingCenters(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_centers), ValueType.floats(self.n_centers + 1)]
 
     def output_dtypes(self, input_dtypes):
@@ -308,9 +304,7 @@ class GaussianMixtureScores(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         k = self.n_components
         return [ValueType.floats(k), ValueType.floats(k + 2)]
 

@@ -93,9 +93,7 @@ class Projection(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_outputs)]
 
     def dtypes(self, input_dtype):
@@ -233,9 +231,7 @@ class KernelPCAOp(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_components)]
 
     def kernel_dtype(self, input_dtype):

@@ -60,9 +60,7 @@ class QDAScores(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_classes)]
 
     def output_dtypes(self, input_dtypes):
@@ -101,9 +99,7 @@ class QDAPosterior(Op):
     n_classes: int
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_classes)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_classes)
         return [ValueType.floats(2 * self.n_classes)]
 
     def reference(self, inputs):
@@ -130,9 +126,7 @@ class LogFloor(Op):
     n_features: int
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_features)]
 
     def reference(self, inputs):

@@ -77,9 +77,7 @@ class GaussianNaiveBayes(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_classes)]
 
     def output_dtypes(self, input_dtypes):
@@ -174,9 +172,7 @@ class DiscreteNaiveBayes(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_classes)]
 
     def output_dtypes(self, input_dtypes):
@@ -249,9 +245,7 @@ class CategoricalNaiveBayes(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_classes)]
 
     def output_dtypes(self, input_dtypes):

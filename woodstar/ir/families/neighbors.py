@@ -173,9 +173,7 @@ class KNeighbors(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         if self.mode == "classifier":
             return [ValueType.floats(self.n_classes), ValueType.floats(self.n_classes + 1)]
         return [ValueType.floats(self.n_outputs), ValueType.floats(self.n_outputs)]
@@ -445,9 +443,7 @@ class CentroidDiscriminant(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_decision),
                 ValueType.floats(self.n_decision + 2 * self.n_classes + 1)]
 

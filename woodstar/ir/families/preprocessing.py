@@ -46,9 +46,7 @@ class _Elementwise(Op):
     """n_features numeric columns in, the same number out, in the input's float dtype."""
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_features)]
 
     def output_dtypes(self, input_dtypes):
@@ -159,9 +157,7 @@ class KBinsDiscretize(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_outputs)]
 
     def output_dtypes(self, input_dtypes):
@@ -224,9 +220,7 @@ class PolynomialExpand(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(len(self.keep))]
 
     def output_dtypes(self, input_dtypes):

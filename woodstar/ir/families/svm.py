@@ -169,9 +169,7 @@ class SVMKernel(Op):
         return self
 
     def output_types(self, input_types):
-        (value,) = input_types
-        self.expect_width(value, self.n_features)
-        self.expect_numeric(value)
+        self.numeric_input(input_types, self.n_features)
         return [ValueType.floats(self.n_support)]
 
     def output_dtypes(self, input_dtypes):

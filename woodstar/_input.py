@@ -82,8 +82,6 @@ def _from_dataframe(X, head: Head) -> np.ndarray:
 def _as_array(X, head: Head) -> np.ndarray:
     if _is_dataframe(X):
         return _from_dataframe(X, head)
-    if _is_sparse(X):
-        X = X.toarray()
     if type(X).__module__.startswith("torch"):
         X = X.detach().cpu().numpy()
     if not isinstance(X, np.ndarray):

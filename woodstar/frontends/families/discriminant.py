@@ -9,10 +9,8 @@ on ``scalings_`` (not for the 'lsqr' solver, whose ``transform`` raises).
 
 QuadraticDiscriminantAnalysis: per-class log posteriors (``qda_scores``), then
 ``decision_function``: for two classes their difference ``s1 - s0``, else the scores
-themselves. ``ModelIR`` takes its raw result from a linear model or trees, so that
-result is a ``linear`` op on the scores: coefficients ``[-1, 1]`` (one rounding of the
-exact difference, as the source's subtraction) or the identity (exact for finite
-scores; a non-finite score is refused by the container, as after any linear model).
+themselves; the difference is a ``linear`` op with coefficients ``[-1, 1]`` (one
+rounding of the exact difference, as the source's subtraction).
 """
 
 import numpy as np
@@ -71,10 +69,11 @@ def _qda(model, options):
                           log_priors=np.log(model.priors_))
     builder = GraphBuilder(ValueType.floats(int(model.n_features_in_)))
     (scores,) = builder.add(scores_op, [INPUT], "scores")
-    dtype = scores_op.output_dtypes([np.float32])[0]
-    coef = np.asarray([[-1.0, 1.0]], dtype) if k == 2 else np.eye(k, dtype=dtype)
-    decision = LinearModel(coef=coef, intercept=np.zeros(len(coef), dtype))
-    raw, _ = builder.add(decision, [scores], "decision")
+    raw = scores
+    if k == 2:  # s1 - s0 as one product: one rounding of the exact difference
+        dtype = scores_op.output_dtypes([np.float32])[0]
+        decision = LinearModel(coef=np.asarray([[-1.0, 1.0]], dtype), intercept=np.zeros(1, dtype))
+        raw, _ = builder.add(decision, [scores], "decision")
     (transformed,) = builder.add(QDAPosterior(k), [scores], "posterior")
     head = sklearn_head(model, "classification",
                         ("predict", "predict_proba", "predict_log_proba", "decision_function"),

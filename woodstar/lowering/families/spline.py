@@ -35,7 +35,6 @@ class SplineNode(nn.Module):
         self.extrapolation = op.extrapolation
         self.zeros = op.handle_missing == "zeros"
         k, n = self.k, n_t - self.k - 1
-        f64 = torch.float64
         self.register_buffer("knots", torch.from_numpy(np.ascontiguousarray(op.knots, np.float64)))
         self.register_buffer("knots_flat", self.knots.reshape(-1).clone())
         self.register_buffer("inner", self.knots[:, k + 1:n].clone())  # (F, n - k - 1)

@@ -187,6 +187,16 @@ class _Meta:
         outputs = self.builder.add(op, list(inputs), name)
         return outputs[0] if len(outputs) == 1 else outputs
 
+    def single_predictions(self, estimators):
+        """Each inner regressor's one-column prediction (several targets are refused)."""
+        values = []
+        for estimator in estimators:
+            value = self.inner(estimator).value()
+            if self.width(value) != 1:
+                _refuse(self.owner, "an inner regressor with several targets", self.width(value), 1)
+            values.append(value)
+        return values
+
     def select(self, value, indices, always=False):
         """Columns ``indices`` of ``value``; ``always``: a copy even of every column in
         order (``X[:, features]``: NumPy's copy has its own memory layout, which decides
@@ -291,12 +301,7 @@ def _voting_classifier(model, options):
 def _voting_regressor(model, options):
     check_fitted(model, "estimators_")
     meta = _Meta(model, options)
-    predictions = []
-    for e in model.estimators_:
-        value = meta.inner(e).value()
-        if meta.width(value) != 1:
-            _refuse(meta.owner, "an inner regressor with several targets", meta.width(value), 1)
-        predictions.append(value)
+    predictions = meta.single_predictions(model.estimators_)
     m = len(predictions)
     average = meta.add(MetaAverage((1,) * m, "columns", _weights(model._weights_not_none)),
                        predictions, "average")
@@ -490,12 +495,7 @@ def _adaboost_classifier(model, options):
 def _adaboost_regressor(model, options):
     check_fitted(model, "estimators_")
     meta = _Meta(model, options)
-    values = []
-    for est in model.estimators_:
-        value = meta.inner(est).value()
-        if meta.width(value) != 1:
-            _refuse(meta.owner, "an inner regressor with several targets", meta.width(value), 1)
-        values.append(value)
+    values = meta.single_predictions(model.estimators_)
     weights = np.asarray(model.estimator_weights_[:len(values)], dtype=np.float64)
     median = meta.add(MetaWeightedMedian(weights), values, "median")
     return meta.build("regression", ("predict",), median, [("value", median)],
@@ -627,12 +627,7 @@ def _one_vs_one(model, options):
 def _multi_output_regressor(model, options):
     check_fitted(model, "estimators_")
     meta = _Meta(model, options)
-    values = []
-    for e in model.estimators_:
-        value = meta.inner(e).value()
-        if meta.width(value) != 1:
-            _refuse(meta.owner, "an inner regressor with several targets", meta.width(value), 1)
-        values.append(value)
+    values = meta.single_predictions(model.estimators_)
     together = meta.concat(values, "predictions")
     return meta.build("regression", ("predict",), together, [("value", together)],
                       squeeze_output=False)

@@ -24,7 +24,11 @@ class SVMKernelNode(nn.Module):
     def __init__(self, op):
         super().__init__()
         self.kernel = op.kernel
-        self.gamma, self.coef0, self.degree = op.gamma, op.coef0, op.degree
+        self.degree = op.degree
+        # float64 buffers, not Python floats: exporters write those as float32 constants
+        self.register_buffer("neg_gamma", torch.tensor(-op.gamma, dtype=F64))
+        self.register_buffer("gamma", torch.tensor(op.gamma, dtype=F64))
+        self.register_buffer("coef0", torch.tensor(op.coef0, dtype=F64))
         sv = torch.from_numpy(op.support_vectors.copy())
         self.register_buffer("sv", sv)
         self.register_buffer("sv_t", sv.T.contiguous())
@@ -36,7 +40,7 @@ class SVMKernelNode(nn.Module):
         x = x.to(F64)
         if self.kernel == "rbf":
             diff = x.unsqueeze(1) - self.sv.unsqueeze(0)
-            return (torch.exp((diff * diff).sum(dim=2) * -self.gamma),)
+            return (torch.exp((diff * diff).sum(dim=2) * self.neg_gamma),)
         dot = torch.matmul(x, self.sv_t)
         if self.kernel == "linear":
             return (dot,)
@@ -133,25 +137,31 @@ class SVMPairwiseProbaNode(nn.Module):
         self.register_buffer("off_diagonal", torch.from_numpy(1.0 - np.eye(k)))
         self.register_buffer("upper_mask", torch.from_numpy(np.triu(np.ones((k, k)), 1)))
         self.register_buffer("eye", torch.from_numpy(np.eye(k)))
-        self.max_iter, self.eps = max(100, k), 0.005 / k
+        self.max_iter = max(100, k)
+        # Scalars as float64 buffers: exporters write Python floats as float32
+        # constants, which would move libsvm's stopping test and clamp.
+        self.register_buffer("eps", torch.tensor(0.005 / k, dtype=F64))
+        self.register_buffer("min_prob", torch.tensor(MIN_PROB, dtype=F64))
+        self.register_buffer("max_prob", torch.tensor(1 - MIN_PROB, dtype=F64))
+        self.register_buffer("start", torch.tensor(1.0 / k, dtype=F64))
         self.estimate_bytes = lambda n_rows: 8 * n_rows * (12 * k * k + 4 * op.n_pairs + 16 * k)
 
     def forward(self, dec):
         k = self.k
         f = dec.to(F64) * self.sign * self.prob_a + self.prob_b
         s = torch.where(f >= 0, torch.exp(-f) / (1.0 + torch.exp(-f)), 1.0 / (1 + torch.exp(f)))
-        s = torch.clamp(s, min=MIN_PROB, max=1 - MIN_PROB)
+        s = torch.minimum(torch.maximum(s, self.min_prob), self.max_prob)
         # r (n, k, k); the diagonal is never read
         r = (torch.matmul(s, self.upper) + torch.matmul(1 - s, self.lower)).reshape(-1, k, k)
         rt = r.transpose(1, 2)  # rt[:, t, j] = r[:, j, t]
         q_diag = (rt * rt * self.off_diagonal).sum(dim=2)  # Q[t][t] = sum_{j != t} r[j][t]^2
         off_upper = -(rt * r) * self.upper_mask  # Q[t][j] = -r[j][t] * r[t][j], j > t
-        Q = off_upper + off_upper.transpose(1, 2) + torch.diag_embed(q_diag)
+        Q = off_upper + off_upper.transpose(1, 2) + q_diag.unsqueeze(2) * self.eye
         rows = [Q[:, t, :] for t in range(k)]
         diagonal = [q_diag[:, t:t + 1] for t in range(k)]
         units = [self.eye[t] for t in range(k)]
         zero = torch.zeros_like(q_diag[:, :1])
-        p = torch.full_like(q_diag, 1.0 / k)
+        p = torch.zeros_like(q_diag) + self.start
         active = zero == zero
         may_stop = not (self.force_unroll or _traced())
         for _ in range(self.max_iter):

@@ -24,7 +24,7 @@ from ._sklearn import check_fitted, sklearn_head
 from .registry import find_frontend, register_frontend
 from .sklearn_pipeline import SCALERS, column_wise_ops, imputer_fill, imputer_ops
 
-__all__ = ["TRANSFORMERS", "Composer", "transformer", "op_transformer"]
+__all__ = ["TRANSFORMERS", "Composer", "transformer"]
 
 TRANSFORMERS = {}
 _UNSEEN = "\x00woodstar: a value not seen in fit"
@@ -35,23 +35,6 @@ def transformer(*names):
         for name in names:
             TRANSFORMERS[name] = fn
         return fn
-    return decorate
-
-
-def op_transformer(*names):
-    """Decorator for a transformer that is one op: ``fn(model, n_features) -> Op``.
-    Registers it as a pipeline step and as a bare estimator (``transform``)."""
-
-    def decorate(fn):
-        def step(model, composer, value):
-            composer.refuse_sparse(value, type(model).__name__)
-            (out,) = composer.add(fn(model, composer.width(value)), [value], type(model).__name__)
-            return out
-
-        transformer(*names)(step)
-        register_frontend("sklearn", *names)(_bare_transformer)
-        return fn
-
     return decorate
 
 

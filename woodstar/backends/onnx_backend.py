@@ -1,5 +1,9 @@
 """ONNX: the lowered module exported to an ONNX model and run by ONNX Runtime.
 
+A bare tree ensemble that ONNX-ML's ``TreeEnsemble`` operator computes exactly is
+exported as that operator (onnx_tree_export.py: faster at every measured batch size,
+docs/benchmarks.md, "Exporting backends"); everything else as the tensor program:
+
 Export uses torch's default exporter (``torch.onnx.export(..., dynamo=True)``, built on
 ``torch.export``) with a dynamic batch dimension, in memory: nothing is written to the
 working directory. Every exported model is run once by ONNX Runtime on a check batch
@@ -31,7 +35,10 @@ import numpy as np
 import torch
 
 from ..exceptions import ConstantError, MissingBackend
+from ..runtimes._row_blocks import RowBlocks
 from ._base import Runner, cuda_index
+from .onnx_tree_export import (EXPORTER_NAME as TREE_ENSEMBLE_EXPORTER, is_tree_ensemble_model,
+                               tree_ensemble_export, tree_ensemble_of)
 from .registry import register_backend
 
 __all__ = ["OnnxBackend", "export_onnx", "MIN_TARGET_OPSET"]
@@ -94,15 +101,24 @@ def _check_batch(module):
     return X.astype(np.dtype(module.dtype_name))
 
 
-def _verify(model, module):
-    """None when ONNX Runtime reproduces the eager module on a check batch, else why not."""
+def _check_run(model, module):
+    """The eager module's outputs and ONNX Runtime's (one intra-op thread: the order of
+    the sums the runner keeps) on the check batch."""
     import onnxruntime as ort
 
     X = _check_batch(module)
     with torch.inference_mode():
         expected = [t.numpy() for t in module(torch.from_numpy(X))]
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    got = session.run(None, {session.get_inputs()[0].name: X})
+    session_options = ort.SessionOptions()
+    session_options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), sess_options=session_options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: X}), expected
+
+
+def _verify(model, module):
+    """None when ONNX Runtime reproduces the eager module on a check batch, else why not."""
+    got, expected = _check_run(model, module)
     tol = 1e-5 if module.dtype_name == "float32" else 1e-10
     for name, a, b in zip(("raw", "transformed"), got, expected):
         if a.shape != b.shape or not np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True):
@@ -135,9 +151,38 @@ def _checked(name, model, module, target, errors):
     return model
 
 
-def export_onnx(module, options):
+def _verify_raw_bits(model, module):
+    """None when ONNX Runtime's raw scores equal the eager module's bit for bit on the
+    check batch (both add the trees in order in float64), else why not."""
+    got, expected = _check_run(model, module)
+    if got[0].shape != expected[0].shape or not np.array_equal(got[0], expected[0], equal_nan=True):
+        return "its raw output is not the eager module's bit for bit on a check batch"
+    return None
+
+
+def _tree_ensemble_export(module, options, device, errors):
+    """The ``TreeEnsemble`` export (onnx_tree_export.py) where it applies and passes
+    both checks; None otherwise (the reason in ``errors``)."""
+    ens = tree_ensemble_of(module, options, device) if hasattr(module, "parts") else None
+    if ens is None:
+        return None
+    try:
+        model = tree_ensemble_export(module, ens, options, export_onnx)
+    except Exception as error:  # noqa: BLE001  (any failure: export the tensor program)
+        errors.append(f"{TREE_ENSEMBLE_EXPORTER}: {type(error).__name__}: {_first_lines(error)}")
+        return None
+    problem = _verify(model, module) or _verify_raw_bits(model, module)
+    if problem:
+        errors.append(f"{TREE_ENSEMBLE_EXPORTER}: {problem}")
+        return None
+    return model
+
+
+def export_onnx(module, options, device="cpu"):
     """The ``onnx.ModelProto`` of ``module`` (CPU export; the batch dimension is
-    dynamic) and the name of the exporter that produced it."""
+    dynamic) and the name of the exporter that produced it: ONNX-ML's ``TreeEnsemble``
+    for a bare tree ensemble it takes exactly (onnx_tree_export.py), else torch's
+    exporters of the tensor program."""
     import onnx
 
     input_names, output_names = _names(options)
@@ -150,7 +195,10 @@ def export_onnx(module, options):
             f"onnx backend (got {target}): ONNX's version converter cannot bring the "
             f"exported model (opset 18) below opset {MIN_TARGET_OPSET}.")
     errors = []
-    model = None
+    with _quiet_exporter():
+        model = _tree_ensemble_export(module, options, device, errors)
+    if model is not None:
+        return model, TREE_ENSEMBLE_EXPORTER
     with _quiet_exporter():
         try:
             program = torch.onnx.export(
@@ -223,12 +271,15 @@ def _widen_bool_where(model):
     return model
 
 
-def _session(model_bytes, options, device):
+def _session(model_bytes, options, device, one_thread=False):
     import onnxruntime as ort
 
     session_options = ort.SessionOptions()
     session_options.log_severity_level = 3
-    if options.n_threads is not None:
+    if one_thread:  # the TreeEnsemble export: rows split between threads, never trees
+        session_options.intra_op_num_threads = 1
+        session_options.inter_op_num_threads = 1
+    elif options.n_threads is not None:
         session_options.intra_op_num_threads = options.n_threads
         session_options.inter_op_num_threads = 1
     if torch.device(device).type == "cuda":
@@ -244,25 +295,52 @@ def _session(model_bytes, options, device):
 
 
 class OnnxRunner(Runner):
+    """``exporter``: "ai.onnx.ml" (TreeEnsemble), "dynamo" or "torchscript" (the tensor
+    program), "loaded" (from a saved file)."""
+
+    # Batches smaller than this run the TreeEnsemble export on one thread: the torch
+    # backend's ONNX-ML route, the same kernel, lost to the thread hand-off below it.
+    parallel_min_rows = 1024
+
     def __init__(self, module, options, device, model=None, exporter="loaded"):
         super().__init__(module, options, device)
         if model is None:
-            model, exporter = export_onnx(module, options)
+            model, exporter = export_onnx(module, options, device)
         self.exporter = exporter
         self._model = model
         self._bytes = model.SerializeToString()
-        self.session = _session(self._bytes, options, device)
+        tree_ensemble = is_tree_ensemble_model(model)
+        self.session = _session(self._bytes, options, device, one_thread=tree_ensemble)
         self._input_name = self.session.get_inputs()[0].name
+        threads = (options.n_threads or torch.get_num_threads()) if tree_ensemble else 1
+        self.blocks = RowBlocks(threads, self.parallel_min_rows)
 
     @property
     def model(self):
         return self._model
 
+    def _run(self, X):
+        return self.session.run(None, {self._input_name: X})
+
     def __call__(self, X):
-        raw, transformed = self.session.run(None, {self._input_name: X})
-        return np.asarray(raw), np.asarray(transformed)
+        if self.blocks.n_threads == 1 or len(X) < self.blocks.min_rows:
+            raw, transformed = self._run(X)
+            return np.asarray(raw), np.asarray(transformed)
+        # Row blocks concurrently; each block's two outputs side by side, then split.
+        width = None
+
+        def run_block(block):
+            nonlocal width
+            raw, transformed = self._run(block)
+            width = raw.shape[1]
+            return np.concatenate([raw, transformed], axis=1)
+
+        both = self.blocks.run(run_block, X)
+        return np.ascontiguousarray(both[:, :width]), np.ascontiguousarray(both[:, width:])
 
     def to(self, device):
+        if torch.device(device).type != "cpu" and is_tree_ensemble_model(self._model):
+            return OnnxRunner(self.module, self.options, device)  # the tensor program
         return OnnxRunner(self.module, self.options, device, self._model, self.exporter)
 
 

@@ -58,7 +58,8 @@ def _target(device):
 def _make_tvm_friendly(program):
     """Rewrite the few ATen calls TVM 0.27's frontend cannot take into equivalent ones:
 
-    * ``full(+-inf)``: its legalisation rejects an infinite fill value -> ``+-log(full(0))``;
+    * ``full(+-inf)``, ``full(nan)``: its legalisation rejects a non-finite fill value
+      -> ``+-log(full(0))``, ``log(full(0)) - log(full(0))``;
     * ``exp2(x)``: not translated -> ``pow(2, x)``;
     * ``index_put(data, [rows], values)`` on a 2-D ``data`` (``index_copy`` of whole rows):
       TVM wants one index per dimension -> ``[rows[:, None], arange(n_columns)[None, :]]``.
@@ -71,12 +72,16 @@ def _make_tvm_friendly(program):
             continue
         replacement = None
         if node.target is aten.full.default and isinstance(node.args[1], float) \
-                and math.isinf(node.args[1]):
+                and not math.isfinite(node.args[1]):
             with graph.inserting_before(node):
                 zero = graph.call_function(aten.full.default, (node.args[0], 0.0), dict(node.kwargs))
-                replacement = graph.call_function(aten.log.default, (zero,))
-                if node.args[1] > 0:
-                    replacement = graph.call_function(aten.neg.default, (replacement,))
+                minus_inf = graph.call_function(aten.log.default, (zero,))
+                if math.isnan(node.args[1]):  # -inf - -inf
+                    replacement = graph.call_function(aten.sub.Tensor, (minus_inf, minus_inf))
+                elif node.args[1] > 0:
+                    replacement = graph.call_function(aten.neg.default, (minus_inf,))
+                else:
+                    replacement = minus_inf
         elif node.target is aten.exp2.default:
             with graph.inserting_before(node):
                 replacement = graph.call_function(aten.pow.Scalar, (2.0, node.args[0]))

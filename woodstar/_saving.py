@@ -455,6 +455,7 @@ def read_saved(path, device=None, digest=None):
         except Exception as error:  # noqa: BLE001  (each backend's loader has its own errors)
             raise _corrupted(source, f"the {backend_name} artifact {artifact} does not load "
                                      f"({type(error).__name__}: {error})") from None
-    if (options.precision or "float32") not in programs:
+    default = "float64" if ir.head.task == "forecast" else options.precision or "float32"
+    if default not in programs:  # a forecaster's dates need float64 (container._Forecast)
         raise _corrupted(source, "the default program is missing")
     return ir, backend_cls, options, device, programs, saved_digest

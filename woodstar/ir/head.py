@@ -17,7 +17,7 @@ from ..exceptions import InvalidModelError
 
 __all__ = ["Head", "TASKS", "DECISION_RULES", "METHODS", "BLOCK_ROLES"]
 
-TASKS = ("regression", "classification", "anomaly", "ranking", "transform")
+TASKS = ("regression", "classification", "anomaly", "ranking", "transform", "forecast")
 DECISION_RULES = (
     "argmax",  # label = classes[argmax(proba)]; ties go to the first class
     "raw_ge_zero",  # binary on one raw margin: class 1 when raw >= 0 (GradientBoosting)
@@ -80,6 +80,13 @@ class Head:
     # ``transform`` returns this dtype (default: the route's float); "labels_int": the 1-D
     # labels' signed integer dtype, else int64 (scikit-learn's label_binarize)
     transform_dtype: str = ""
+    # Forecasters (task "forecast", woodstar/_forecast.py): ``output_names`` names the
+    # columns of the transformed output; ``frame_columns`` lists the input frame's
+    # columns as (name, role) in matrix order: role "datetime:<unit>" fills two matrix
+    # columns (whole days since the epoch and the ticks of <unit> within the day, both
+    # exact in float64), "number", "cap", "floor" and "condition" (a boolean) one each.
+    output_names: Tuple[str, ...] = ()
+    frame_columns: Tuple[Tuple[str, str], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -93,6 +100,9 @@ class Head:
                            tuple(int(i) for i in self.binary_labels_block))
         object.__setattr__(self, "inf_rejected_features",
                            tuple(int(f) for f in self.inf_rejected_features))
+        object.__setattr__(self, "output_names", tuple(str(n) for n in self.output_names))
+        object.__setattr__(self, "frame_columns",
+                           tuple((str(n), str(r)) for n, r in self.frame_columns))
 
     @property
     def class_groups(self) -> Tuple[int, ...]:

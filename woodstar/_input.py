@@ -14,18 +14,22 @@ import numpy as np
 from ._encode import encode_columns
 from .ir import Head
 
-__all__ = ["to_feature_matrix", "labels_1d", "labels_are_binary"]
+__all__ = ["to_feature_matrix", "feature_matrix_function", "labels_1d", "labels_are_binary"]
 
 
 def _is_dataframe(X):
-    return type(X).__name__ == "DataFrame" and hasattr(X, "columns") and hasattr(X, "dtypes")
+    # On the class: ``X.dtypes`` would build a Series (tens of microseconds) to say yes.
+    return type(X).__name__ == "DataFrame" and hasattr(type(X), "columns") \
+        and hasattr(type(X), "dtypes")
 
 
 def in_fitted_order(X, head: Head):
     """The DataFrame's columns in the order the source was fitted on, matched by
     name; a missing or unexpected column is an error naming it."""
-    columns = [str(c) for c in X.columns]
     if head.feature_names is None:
+        return X
+    columns = [str(c) for c in X.columns.tolist()]  # tolist: iterating an Index is slower
+    if columns == list(head.feature_names):
         return X
     missing = [n for n in head.feature_names if n not in columns]
     extra = [c for c in columns if c not in head.feature_names]
@@ -52,8 +56,24 @@ def _object_column(column):
         return None
 
 
+def _plain_numbers(X):
+    """The DataFrame's values when pandas gives them as one real NumPy array (every
+    column a NumPy number or a category of numbers), else None. The values are those
+    ``X.to_numpy(float64)`` gives (integers become float64; narrower floats widen
+    exactly later), without reading the columns' dtypes one by one."""
+    values = X.to_numpy()
+    if values.dtype.kind == "f":
+        return values
+    if values.dtype.kind in "biu":
+        return values.astype(np.float64)
+    return None
+
+
 def _from_dataframe(X, head: Head) -> np.ndarray:
     X = in_fitted_order(X, head)
+    values = _plain_numbers(X)
+    if values is not None:
+        return values
     bad, numbers = [], {}
     for i, (name, dtype) in enumerate(zip(X.columns, X.dtypes)):
         kind = getattr(dtype, "kind", "O")
@@ -201,6 +221,36 @@ def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") 
                 f"Input contains infinity in categorical feature(s) {columns}; "
                 f"{head.estimator} does not accept infinite categories.")
     return X
+
+
+def feature_matrix_function(head: Head, schema, source_precision="float64"):
+    """``(X, dtype) -> to_feature_matrix(X, head, schema, dtype, source_precision)``,
+    with what it reads of ``head`` and ``schema`` looked up once. A NumPy array of
+    numbers with the fitted width, where no column needs encoding, goes straight to the
+    dtype conversion and the finiteness check: the same steps ``to_feature_matrix``
+    takes for it, without the look-ups that make up most of a one-row call."""
+    n_features = head.n_features
+    plain = not head.input_1d and not head.inf_rejected_features \
+        and (schema is None or not schema.needs_encoding)
+    check_finite = not (head.allows_nan and head.allows_inf)
+    source_itemsize = np.dtype(source_precision).itemsize
+    dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+    isfinite, all_true = np.isfinite, np.logical_and.reduce
+
+    def run(X, dtype):
+        if not (plain and type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == n_features
+                and X.dtype.kind in "biuf"):
+            return to_feature_matrix(X, head, schema, dtype, source_precision)
+        target = dtypes.get(dtype) or np.dtype(dtype)
+        if X.dtype != target or not X.flags.c_contiguous:
+            with np.errstate(over="ignore"):
+                X = np.ascontiguousarray(X, dtype=target)
+        if check_finite and X.size and not (
+                target.itemsize <= source_itemsize and all_true(isfinite(X), axis=None)):
+            _check_finite(X, head, source_precision)
+        return X
+
+    return run
 
 
 _MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}

@@ -6,11 +6,13 @@ the precision and the batches of each call; raw scores become labels in NumPy.
 Programs are built when a call first needs them.
 """
 
+import math
+
 import numpy as np
 import torch
 
 from . import plan
-from ._input import labels_1d, labels_are_binary, to_feature_matrix
+from ._input import feature_matrix_function, labels_1d, labels_are_binary
 from ._options import Options
 from .ir import LinearModel, ModelIR
 from .lowering import choose_strategy, lower_model
@@ -27,22 +29,37 @@ class ConvertedModel:
         self.ir = model_ir
         self.backend = backend_cls.name
         self._backend_cls = backend_cls
-        self.options = options
+        self.options = options  # also empties the caches below
         self.device = torch.device(device)
         self._programs = dict(programs or {})  # precision -> the backend's runner
         self._cpu_runners = {}  # (route, precision) -> a NumPy graph runner
-        self._batch_rows = {}  # (route, precision) -> rows per batch
         self._routes = plan.choose_routes(model_ir, self.backend, self.device.type, options)
         # scikit-learn's linear models refuse NaN and infinity; after other steps (an
         # encoder, a scaler that overflows) only their scores can show one.
         self._scores_must_be_finite = isinstance(model_ir.final, LinearModel) \
             and len(model_ir.graph.nodes) > 1
         head = model_ir.head
+        # What every call reads, looked up once: a one-row call is mostly this overhead.
+        self._to_features = feature_matrix_function(head, model_ir.schema,
+                                                    model_ir.input_precision)
+        self._nan_scores_error = head.nan_scores_error
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
             self.feature_names_in_ = np.asarray(head.feature_names, dtype=object)
         if head.classes is not None:
             self.classes_ = head.classes[0] if len(head.classes) == 1 else list(head.classes)
+
+    @property
+    def options(self) -> Options:
+        return self._options
+
+    @options.setter
+    def options(self, options: Options):
+        # What is derived from the options is derived again (e.g. Spark's executors
+        # set the thread count after loading).
+        self._options = options
+        self._batch_rows = {}  # (route, precision) -> rows per batch
+        self._precision_by_dtype = {}  # a NumPy input's dtype -> precision_for's answer
 
     # ---------------------------------------------------------------- programs
     def _default_precision(self):
@@ -109,6 +126,7 @@ class ConvertedModel:
         self._programs = {p: program.to(device) for p, program in self._programs.items()}
         self.device = device
         self._routes = plan.choose_routes(self.ir, self.backend, device.type, self.options)
+        self._batch_rows = {}
         return self
 
     def save(self, path):
@@ -143,14 +161,25 @@ class ConvertedModel:
             rows = self._batch_rows[key] = plan.rows_per_batch(self.options, per_row)
         return rows
 
+    def _precision(self, X):
+        """plan.precision_for, remembered per dtype for NumPy arrays (where the dtype
+        is all it reads of the input)."""
+        if type(X) is np.ndarray:
+            precision = self._precision_by_dtype.get(X.dtype)
+            if precision is None:
+                precision = plan.precision_for(self.ir, self._options, X)
+                self._precision_by_dtype[X.dtype] = precision
+            return precision
+        return plan.precision_for(self.ir, self._options, X)
+
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
-        precision = plan.precision_for(self.ir, self.options, X)
-        X = to_feature_matrix(X, self.ir.head, self.ir.schema, precision, self.ir.input_precision)
+        precision = self._precision(X)
+        X = self._to_features(X, precision)
         raw, transformed = self._run_rows(X, precision)
-        if self.ir.head.nan_scores_error and np.isnan(raw).any():
-            raise ValueError(f"{self.ir.head.estimator}: {self.ir.head.nan_scores_error}.")
-        if self._scores_must_be_finite and not np.isfinite(raw).all():
+        if self._nan_scores_error and np.isnan(raw).any():
+            raise ValueError(f"{self.ir.head.estimator}: {self._nan_scores_error}.")
+        if self._scores_must_be_finite and not _all_finite(raw):
             what = "NaN" if np.isnan(raw).any() else "infinity or a value too large for " \
                 f"{X.dtype}"
             raise ValueError(
@@ -161,10 +190,14 @@ class ConvertedModel:
     def _run_rows(self, X, precision):
         n = X.shape[0]
         route = self._routes.for_rows(n)
-        runner = self._runner(route, precision)
-        step = self._rows_per_batch(route, precision)
-        pad = route == "program" and self.options.tvm_pad_input \
-            and self.options.batch_size is not None
+        runner = self._cpu_runners.get((route, precision)) if route != "program" else None
+        if runner is None:
+            runner = self._runner(route, precision)
+        step = self._batch_rows.get((route, precision)) or self._rows_per_batch(route, precision)
+        if n <= step and route != "program":
+            return runner(X)
+        pad = route == "program" and self._options.tvm_pad_input \
+            and self._options.batch_size is not None
         if n <= step and not (pad and n < step):
             return runner(X)
         raw_parts, transformed_parts = [], []
@@ -199,6 +232,12 @@ class ConvertedModel:
         if head.decision_rule == "raw_gt_zero":
             return classes.take((raw[:, 0] > 0).astype(np.int64))
         return classes.take(np.argmax(proba, axis=1))
+
+
+def _all_finite(values: np.ndarray) -> bool:
+    if values.size == 1:  # one row's one score: a Python float is checked faster
+        return math.isfinite(values.item())
+    return bool(np.logical_and.reduce(np.isfinite(values), axis=None))
 
 
 def _checked_device(device, backend_cls=None):
@@ -332,6 +371,23 @@ class _Anomaly:
         return np.where(decision < 0, -1, 1)  # IsolationForest: an outlier below zero
 
 
+class _Forecast:
+    """Prophet's ``predict(df)``: a DataFrame of the point forecast (woodstar/_forecast.py)."""
+
+    def _default_precision(self):
+        return "float64"  # the dates enter as float64 day/tick counts
+
+    def predict(self, df=None, intervals=False):
+        from ._forecast import predict_frame
+
+        return predict_frame(self, df, intervals)
+
+    def predictive_samples(self, df=None):
+        from ._forecast import refuse_intervals
+
+        refuse_intervals(self.ir.head)
+
+
 _CONTAINER_CLASSES = {}
 
 
@@ -345,6 +401,8 @@ def _container_class(head):
         mixins = (_Anomaly,)
     elif head.task == "transform":
         mixins = (_Transformer,)
+    elif head.task == "forecast":
+        mixins = (_Forecast,)
     else:
         first = _Classifier if head.task == "classification" else _Regressor
         mixins = (first,) + tuple(m for method, m in _OPTIONAL_MIXINS if method in head.methods)

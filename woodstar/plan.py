@@ -131,8 +131,8 @@ def precision_for(ir: ModelIR, options, X) -> str:
         return options.precision
     if ir.input_precision != "float64":
         return "float32"
-    if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
-        exact = all(_exact_in_float32(d) for d in X.dtypes)
+    if _has(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame
+        exact = all(_exact_in_float32(d) for d in _distinct_dtypes(X))
     else:
         dtype = getattr(X, "dtype", None)
         exact = dtype is not None and _exact_in_float32(dtype)
@@ -146,8 +146,8 @@ def source_float_dtype(X, estimator) -> str:
     dtype = getattr(X, "dtype", None)
     if isinstance(dtype, np.dtype) and dtype != np.float16:  # NumPy arrays: the fast path
         return "float32" if dtype == np.float32 else "float64"
-    if hasattr(X, "dtypes") and dtype is None:  # a DataFrame
-        kinds = {str(d) for d in X.dtypes if getattr(d, "kind", "O") in "biuf"}
+    if _has(X, "dtypes") and dtype is None:  # a DataFrame
+        kinds = {str(d) for d in _distinct_dtypes(X) if getattr(d, "kind", "O") in "biuf"}
         if "float16" in kinds:
             raise ValueError(f"{estimator} does not take float16 input here; "
                              f"pass float32 or float64 (got a float16 column).")
@@ -157,6 +157,26 @@ def source_float_dtype(X, estimator) -> str:
         raise ValueError(f"{estimator} does not take float16 input here: scikit-learn "
                          f"would compute in half precision; pass float32 or float64.")
     return "float32" if name == "float32" else "float64"
+
+
+def _has(X, name) -> bool:
+    """``hasattr``, asking the class first: a DataFrame's ``dtypes`` property would
+    build a Series (tens of microseconds) only to say that it exists."""
+    return hasattr(type(X), name) or hasattr(X, name)
+
+
+def _distinct_dtypes(frame):
+    """The distinct dtypes of a DataFrame's columns. ``frame.dtypes`` builds a Series
+    (tens of microseconds, most of a one-row call); pandas' block manager lists them
+    without one, where it has that method."""
+    try:
+        dtypes = frame._mgr.get_dtypes()
+    except AttributeError:
+        dtypes = frame.dtypes
+    try:
+        return set(dtypes)
+    except TypeError:  # an unhashable dtype
+        return list(dtypes)
 
 
 def _exact_in_float32(dtype) -> bool:

@@ -2,8 +2,6 @@
 
 import time
 
-import numpy as np
-
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -30,6 +28,8 @@ def run(args):
     except ImportError:
         print("The demo trains a scikit-learn model: pip install 'woodstar[sklearn]'")
         return 1
+    import numpy as np  # here, not at the top: `woodstar --help` stays light
+
     import woodstar
 
     X, y = make_classification(n_samples=5_000, n_features=28, n_informative=10,

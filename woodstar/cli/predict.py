@@ -13,8 +13,6 @@ import os
 import sys
 import tempfile
 
-import numpy as np
-
 READERS = (".npy", ".csv", ".parquet")
 WRITERS = (".npy", ".csv", ".parquet")
 
@@ -46,6 +44,8 @@ def _fail(message):
 
 # --------------------------------------------------------------------- readers
 def _read_npy(path, rows):
+    import numpy as np  # here, not at the top: `woodstar --help` stays light
+
     X = np.load(path, mmap_mode="r", allow_pickle=False)
     if X.ndim != 2:
         raise ValueError(f"{path} holds a {X.ndim}-D array; expected 2-D (rows, features)")
@@ -91,6 +91,8 @@ class _NpyWriter:
         self.dtype, self.shape_tail, self.rows = None, None, 0
 
     def write(self, values, columns):
+        import numpy as np
+
         if self.dtype is None:
             self.dtype, self.shape_tail = values.dtype, values.shape[1:]
         values = np.ascontiguousarray(values, dtype=self.dtype)
@@ -98,6 +100,8 @@ class _NpyWriter:
         self.rows += values.shape[0]
 
     def close(self):
+        import numpy as np
+
         self.file.close()
         try:
             header = {"descr": np.lib.format.dtype_to_descr(self.dtype or np.dtype(np.float64)),
@@ -162,6 +166,8 @@ class _ParquetWriter:
 
 
 def _columns(method, values, model):
+    import numpy as np
+
     if values.ndim == 1:
         return [method]
     classes = getattr(model, "classes_", None)
@@ -172,11 +178,15 @@ def _columns(method, values, model):
 
 def _plain(values):
     """Object arrays (string labels) cannot go to .npy without pickle: make them text."""
+    import numpy as np
+
     values = np.asarray(values)
     return values.astype(str) if values.dtype.kind == "O" else values
 
 
 def _fixed_label_dtype(model):
+    import numpy as np
+
     classes = getattr(model, "classes_", None)
     if isinstance(classes, np.ndarray) and classes.dtype.kind in "OU":
         return np.asarray([str(c) for c in classes]).dtype
@@ -224,6 +234,8 @@ def _progress(total, quiet):
 
 
 def run(args):
+    import numpy as np
+
     import woodstar
     from woodstar.exceptions import WoodstarError
 

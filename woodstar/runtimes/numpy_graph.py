@@ -15,6 +15,18 @@ from ..ir.transforms import apply_post_transform
 
 __all__ = ["NumpyGraph", "register_cpu_op", "cpu_op_kinds"]
 
+
+def _is_chain(graph) -> bool:
+    """Each node reads exactly what the one before wrote (the first, the input), and
+    the last writes the raw and the transformed results, in that order."""
+    previous = (INPUT,)
+    for node in graph.nodes:
+        if tuple(node.inputs) != tuple(previous):
+            return False
+        previous = node.outputs
+    return bool(graph.nodes) and tuple(previous) == (graph.raw, graph.transformed)
+
+
 _CPU_OPS = {}
 
 
@@ -54,10 +66,18 @@ def _column_ops(op, context):
     ops = []
     for name, operand, cast in zip(op.ops, op.operands, op.cast_operand):
         ops.append((NUMPY_OPS[name], operand, cast))
+    # The operands rounded to the dtype the rows come in, once, not on every call.
+    expected = np.dtype(context.dtype) if context.dtype in ("float32", "float64") else None
+    cast_ops = [(ufunc, operand.astype(expected) if cast else operand)
+                for ufunc, operand, cast in ops] if expected is not None else None
 
     def run(X):
         X = np.array(_dense(X), copy=True)  # the caller's rows are never written
-        for ufunc, operand, cast in ops:  # an overflow warns, as it does in scikit-learn
+        if X.dtype == expected:
+            for ufunc, operand in cast_ops:  # an overflow warns, as in scikit-learn
+                ufunc(X, operand, out=X)
+            return (X,)
+        for ufunc, operand, cast in ops:
             ufunc(X, operand.astype(X.dtype) if cast else operand, out=X)
         return (X,)
 
@@ -75,7 +95,8 @@ def _linear(op, context):
             raw = (X @ vector + intercept).reshape(-1, 1)
         else:
             raw = X @ coef_t + intercept
-        raw = np.asarray(raw)
+        if type(raw) is not np.ndarray:
+            raw = np.asarray(raw)
         return raw, apply_post_transform(post_transform, raw)
 
     return run
@@ -133,12 +154,31 @@ class NumpyGraph:
             self.steps.append((build(node.op, context), node.inputs, node.outputs))
         self.raw, self.transformed = graph.raw, graph.transformed
         # A graph that is one node reading the input (a bare tree ensemble, a linear
-        # model) runs that node's callable directly: no bookkeeping per call.
+        # model) runs that node's callable directly: no bookkeeping per call; a chain
+        # runs its callables in turn.
         only = graph.nodes[0] if len(graph.nodes) == 1 else None
         self.direct = (self.steps[0][0] if only is not None and only.inputs == (INPUT,)
                        and only.outputs == (self.raw, self.transformed) else None)
+        self._is_chain = _is_chain(graph)
+        if self.direct is None and self._is_chain:
+            self.direct = self._chain
+        # Outputs of these kinds are never sparse: no conversion at the end of a chain.
+        self._dense_result = bool(graph.nodes) and graph.nodes[-1].kind in ("linear", "trees")
+
+    def _chain(self, X: np.ndarray):
+        """A chain (each node reads what the one before wrote, the last writes both
+        results): its callables in turn, without a table of named values."""
+        values = (X,)
+        for run, _, _ in self.steps:
+            values = run(*values)
+        if self._dense_result:
+            return values
+        raw, transformed = values
+        return _dense(raw), _dense(transformed)
 
     def __call__(self, X: np.ndarray):
+        if self._is_chain:
+            return self._chain(X)
         values = {INPUT: X}
         for run, inputs, outputs in self.steps:
             values.update(zip(outputs, run(*[values[v] for v in inputs])))

@@ -8,7 +8,9 @@ Model files, by extension unless ``--format`` says otherwise:
 * ``.txt`` (LightGBM model text file) -> ``lightgbm.Booster``;
 * ``.json``, ``.ubj`` (XGBoost model) -> ``xgboost.Booster``;
 * ``.cbm`` (CatBoost model) -> ``catboost.CatBoost``;
-* ``.onnx`` (ONNX-ML model) -> ``onnx.ModelProto``.
+* ``.onnx`` (ONNX-ML model) -> ``onnx.ModelProto``;
+* a directory saved by a Spark ML model's ``save`` (its ``metadata/`` names the class,
+  e.g. ``PipelineModel``) -> that model, loaded in a local Spark session.
 
 The loaded object goes to ``woodstar.convert`` unchanged; whether its type is supported
 is the frontends' business, and their error is printed. One exception: a LightGBM or
@@ -44,7 +46,7 @@ def register(subparsers):
     parser.add_argument("--output", "-o", required=True, help="where to save the compiled model")
     parser.add_argument("--test-input", metavar="FILE.npy",
                         help="an example batch (.npy, read without pickle), run once to check")
-    parser.add_argument("--format", choices=sorted(set(FORMATS.values())),
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values()) | {"spark"}),
                         help="the model file's format (default: from its extension)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--extra-config", metavar="JSON", default=None,
@@ -91,6 +93,10 @@ def load_model_file(path, fmt):
         import onnx
 
         return onnx.load(path)
+    if fmt == "spark":
+        from ..frontends.spark_ml._load import load_spark_ml
+
+        return load_spark_ml(path)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -124,7 +130,7 @@ def classifier_ir(model, fmt):
 
 
 INSTALL_HINT = {"lightgbm": "lightgbm", "xgboost": "xgboost", "catboost": "catboost",
-                "onnx": "onnx", "pickle": "sklearn"}
+                "onnx": "onnx", "pickle": "sklearn", "spark": "spark"}
 
 
 def run(args):
@@ -135,10 +141,13 @@ def run(args):
 
     if not os.path.exists(args.model_file):
         return _fail(f"{args.model_file}: no such file")
-    fmt = args.format or FORMATS.get(os.path.splitext(args.model_file)[1].lower())
+    from ..frontends.spark_ml._load import is_spark_ml_directory
+
+    fmt = args.format or ("spark" if is_spark_ml_directory(args.model_file) else
+                          FORMATS.get(os.path.splitext(args.model_file)[1].lower()))
     if fmt is None:
         return _fail(f"cannot tell the format of {args.model_file} from its extension; "
-                     f"use --format ({', '.join(sorted(set(FORMATS.values())))})")
+                     f"use --format ({', '.join(sorted(set(FORMATS.values()) | {'spark'}))})")
     extra_config = None
     if args.extra_config:
         try:

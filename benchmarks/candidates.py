@@ -258,8 +258,35 @@ def _lleaves(spec, model):
     return Candidate("lleaves", "peer", build)
 
 
+def _onedal(spec, model):
+    def build(threads):
+        if spec.library not in ("xgboost", "lightgbm"):
+            raise NotAvailable("oneDAL's model builders take XGBoost, LightGBM and CatBoost")
+        try:
+            import daal4py
+            import daal4py.mb
+        except ImportError as error:
+            raise NotAvailable(f"daal4py not installed (scikit-learn-intelex): {error}") from None
+        booster = model.get_booster() if spec.library == "xgboost" else model.booster_
+        start = time.perf_counter()
+        try:
+            converted = daal4py.mb.convert_model(booster)
+        except Exception as error:
+            raise NotAvailable(f"conversion failed: {type(error).__name__}: {error}") from None
+        seconds = time.perf_counter() - start
+        daal4py.daalinit(threads)  # oneDAL's thread count is process-wide
+
+        def fn(X):
+            if spec.n_classes:
+                return as_proba(converted.predict_proba(X), spec.n_classes)
+            return converted.predict(X)
+        return Built(fn, seconds)
+
+    return Candidate("onedal", "peer", build)
+
+
 PEERS = {"native": _native, "onnxruntime": _onnxruntime, "tl2cgen": _tl2cgen,
-         "lleaves": _lleaves}
+         "lleaves": _lleaves, "onedal": _onedal}
 
 
 def candidates_for(spec: ModelSpec, model, peers=tuple(PEERS), woodstar_only=False,

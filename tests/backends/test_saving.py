@@ -59,7 +59,9 @@ def string_label_hgb():
 
 def test_round_trip_in_fresh_process(backend, string_label_hgb, tmp_path, rng):
     model, X = string_label_hgb
-    converted = woodstar.convert(model, backend)
+    # The programs themselves are saved here (the CPU route would run without them).
+    converted = woodstar.convert(model, backend, extra_config={"cpu_route": "program"}
+                                 if backend == "torch" else None)
     rows = inputs_for(model, X, rng)
     converted.predict(rows)  # float64 input: builds the float64 program too; both are saved
     path = tmp_path / "model.woodstar"

@@ -9,6 +9,7 @@ import woodstar  # noqa: E402
 from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
 from woodstar.frontends.xgboost import OBJECTIVES, from_xgboost, ir_from_json  # noqa: E402
 from woodstar.lowering import strategy_names  # noqa: E402
+from woodstar.runtimes import c_walk  # noqa: E402
 
 from ._gbdt import CAT, N_FEATURES, check, check_reference, config, train_data  # noqa: E402
 from .._parity import make_test_inputs  # noqa: E402
@@ -368,3 +369,123 @@ def test_unknown_booster_is_named(rng):
 def test_unfitted_model_is_refused():
     with pytest.raises(NotFittedError, match="Cannot convert XGBClassifier: the model is not fitted"):
         woodstar.convert(xgb.XGBClassifier())
+
+
+# ------------------------------------------- the compiled walk: XGBoost to the bit
+# XGBoost starts a row at its float32 base margin, adds float32 leaves in float32 and
+# applies float32 links (libm's expf); the compiled walk does the same arithmetic, so
+# its answers equal XGBoost's exactly, not within rounding.
+needs_c_walk = pytest.mark.skipif(not c_walk.available(), reason=str(c_walk.unavailable_reason()))
+EXACT_OBJECTIVES = [o for o in ALL_OBJECTIVES if o != "multi:softmax"]
+
+
+def _c_walk(model, precision="float32", **extra):
+    converted = woodstar.convert(model, "torch", extra_config={
+        "cpu_route": "c-walk", "tree_op_precision_dtype": precision, **extra})
+    assert converted.ir.ensemble.sum_precision == "float32"
+    return converted
+
+
+def _check_exact(converted, X, expected, what=""):
+    for method, values in expected.items():
+        got = np.asarray(getattr(converted, method)(X))
+        np.testing.assert_array_equal(got.reshape(np.shape(values)), values,
+                                      err_msg=f"{what}.{method}")
+
+
+@needs_c_walk
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("objective", EXACT_OBJECTIVES)
+def test_c_walk_equals_xgboost(objective, precision, rng):
+    model = _fit(objective, rng, n_estimators=25, max_depth=5)
+    converted = _c_walk(model, precision)
+    X = _inputs(converted.ir, rng)
+    _check_exact(converted, X, _expected(model, X), objective)
+
+
+@needs_c_walk
+def test_c_walk_multi_softmax_labels_and_margins_are_exact(rng):
+    """XGBClassifier(objective="multi:softmax").predict_proba is scipy's softmax of the
+    float32 margins (NumPy's float32 exp), not XGBoost's own link: labels and margins are
+    exact, those probabilities within float32 rounding."""
+    model = _fit("multi:softmax", rng, n_estimators=25, max_depth=5)
+    converted = _c_walk(model)
+    X = _inputs(converted.ir, rng)
+    expected = _expected(model, X)
+    proba = expected.pop("predict_proba")
+    _check_exact(converted, X, expected, "multi:softmax")
+    np.testing.assert_allclose(converted.predict_proba(X), proba, rtol=TOL, atol=TOL)
+
+
+C_WALK_VARIANTS = {
+    "dart": dict(booster="dart", rate_drop=0.4, skip_drop=0.0),
+    "dart-no-drop": dict(booster="dart", rate_drop=0.0, skip_drop=0.0),
+    "rf": dict(num_parallel_tree=3),
+    "base-score": dict(base_score=0.3),
+    "missing": dict(missing=-999.0),
+    "onehot": dict(max_cat_to_onehot=64),
+    "numeric": dict(categorical=False),
+}
+
+
+@needs_c_walk
+@pytest.mark.parametrize("variant", sorted(C_WALK_VARIANTS))
+@pytest.mark.parametrize("objective", ["binary:logistic", "multi:softprob", "reg:squarederror",
+                                       "count:poisson"])
+def test_c_walk_variants_equal_xgboost(objective, variant, rng):
+    params = dict(C_WALK_VARIANTS[variant])
+    if objective == "binary:logistic" and variant == "base-score":
+        params["base_score"] = 1e-9  # below XGBoost's bound: it clamps to 1e-6
+    model = _fit(objective, rng, n_estimators=20, max_depth=5, **params)
+    converted = _c_walk(model)
+    X = _inputs(converted.ir, rng, categorical=params.get("categorical", True))
+    if variant == "missing":
+        X[rng.random(X.shape) < 0.1] = -999.0
+    _check_exact(converted, X, _expected(model, X), variant)
+    _check_exact(converted, X[:1], _expected(model, X[:1]), f"{variant} one row")
+
+
+@needs_c_walk
+@pytest.mark.parametrize("variant", ["gbtree", "dart"])
+def test_c_walk_raw_booster_equals_xgboost(variant, rng):
+    """A Booster's predict(DMatrix) weighs DART trees as leaf * w (the sklearn wrapper's
+    inplace_predict as (base + leaf - base) * w): each conversion matches its own."""
+    params = C_WALK_VARIANTS["dart"] if variant == "dart" else {}
+    booster = _fit("multi:softprob", rng, n_estimators=20, **params).get_booster()
+    converted = _c_walk(booster)
+    X = _inputs(converted.ir, rng)
+    X[np.isinf(X)] = np.nan  # a DMatrix refuses infinities
+    dmatrix = xgb.DMatrix(X, feature_types=FEATURE_TYPES, enable_categorical=True)
+    _check_exact(converted, X, {"predict": booster.predict(dmatrix),
+                                "decision_function": booster.predict(dmatrix, output_margin=True)})
+
+
+@needs_c_walk
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_c_walk_vector_leaves_equal_xgboost(precision, rng):
+    X, signal = _train_data(rng, categorical=False)
+    Y = np.stack([signal, -2 * signal + rng.normal(size=len(signal)), signal ** 2], axis=1)
+    model = xgb.XGBRegressor(n_estimators=20, max_depth=4, tree_method="hist",
+                             multi_strategy="multi_output_tree").fit(X, Y)
+    converted = _c_walk(model, precision)
+    assert converted.ir.ensemble.leaf_width == 3
+    Xt = _inputs(converted.ir, rng, categorical=False)
+    _check_exact(converted, Xt, _expected(model, Xt), "multi_output_tree")
+
+
+@needs_c_walk
+def test_c_walk_threads_and_batches_keep_xgboost_exact(rng):
+    model = _fit("multi:softprob", rng, n_estimators=40, max_depth=6)
+    converted = _c_walk(model, n_threads=2)
+    X = np.vstack([_inputs(converted.ir, rng)] * 40)  # enough steps to split rows
+    _check_exact(converted, X, _expected(model, X), "threads")
+
+
+@needs_c_walk
+def test_c_walk_dataframe_categories_equal_xgboost(rng):
+    pd = pytest.importorskip("pandas")
+    categories = ["b", "a", "zz", "c", "q", ""]
+    model, frame = _category_model(pd, rng, categories)
+    converted = _c_walk(model)
+    test = _category_frame(pd, converted, rng, frame.columns, categories[::-1][:4], n_missing=2)
+    _check_exact(converted, test, _expected(model, test), "categories")

@@ -19,18 +19,24 @@ What XGBoost 3.x does at predict time, and how each piece lands in the IR:
   byte offsets in characters, so the stored strings are cut short.
 * leaves: ``split_conditions`` (learning rate applied); vector leaves of
   ``multi_strategy="multi_output_tree"`` from ``leaf_weights``; DART trees scaled by
-  ``weight_drop``; ``booster="gblinear"`` is one single-leaf tree per output whose
-  leaf is the linear model (IR linear leaves, missing features skipped, as XGBoost
-  does); ``tree_info`` says which output a tree feeds; a random forest's
+  ``weight_drop`` in float32, as each prediction path does: ``Booster.predict(DMatrix)``
+  adds ``leaf * w``, the sklearn wrapper's ``inplace_predict`` adds
+  ``((base + leaf) - base) * w`` (base: the tree's output's base margin);
+  ``booster="gblinear"`` is one single-leaf tree per output whose leaf is the linear
+  model (IR linear leaves, missing features skipped, as XGBoost does); ``tree_info`` says which output a tree feeds; a random forest's
   parallel trees are summed, as XGBoost does.
 * base score: ``learner_model_param.base_score`` (a vector for multi-class and
   multi-target models) is in output space and turned into a margin by the
-  objective's link (logit, log or identity), in float32 as XGBoost does.
+  objective's link (logit of the score bounded to [1e-6, 1 - 1e-6], log or
+  identity), in float32 with the C library's ``logf`` as XGBoost does.
 * the trees used: the sklearn wrapper's ``best_iteration`` when early stopping set
   one (what its ``predict`` uses), else all; a raw ``Booster`` uses all.
 
-XGBoost sums margins in float32; woodstar's float32 route does too, its float64 route
-sums in double: both within float32 rounding of XGBoost's own outputs.
+XGBoost's predictor starts each row at the float32 base margin and adds the trees'
+float32 leaves in float32, in tree order; its links are float32 too. Tree boosters
+carry ``sum_precision="float32"``: the compiled walk (the default CPU route) emulates
+that arithmetic to the bit, margins and probabilities; the other routes sum in double,
+within float32 rounding of XGBoost's outputs. gblinear keeps double sums.
 Container methods: ``predict``/``predict_proba`` as the estimator, and
 ``decision_function`` = ``predict(output_margin=True)``; for a raw Booster ``predict``
 is ``Booster.predict(DMatrix(X))``.
@@ -88,14 +94,34 @@ def _floats(text):
     return np.asarray([float(v) for v in text.split(",") if v.strip()], dtype=np.float32)
 
 
+def _logf():
+    """The C library's ``logf`` (XGBoost's link calls it), else NumPy's float32 log."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        logf = libm.logf
+    except (OSError, AttributeError):
+        return lambda v: np.log(np.float32(v))
+    logf.restype, logf.argtypes = ctypes.c_float, [ctypes.c_float]
+    return lambda v: np.float32(logf(float(v)))
+
+
+_RT_EPS = np.float32(1e-6)  # XGBoost bounds a logistic base score to [eps, 1 - eps]
+
+
 def _margin(base, link):
     base = np.asarray(base, dtype=np.float32)
+    if link == "identity":
+        return base
+    logf = _logf()
     with np.errstate(divide="ignore"):
         if link == "logit":
-            return -np.log(np.float32(1.0) / base - np.float32(1.0))
-        if link == "log":
-            return np.log(base)
-    return base
+            base = np.minimum(np.maximum(base, _RT_EPS), np.float32(1.0) - _RT_EPS)
+            return np.asarray([-logf(np.float32(1.0) / b - np.float32(1.0)) for b in base],
+                              dtype=np.float32)
+        return np.asarray([logf(b) for b in base], dtype=np.float32)
 
 
 def _category_values(learner, n_features, owner):
@@ -138,7 +164,7 @@ def _schema(names, category_values):
         for name, values in zip(names, category_values)))
 
 
-def _add_tree(builder, tree, output_start, width, scale, missing_is_range):
+def _add_tree(builder, tree, output_start, width, scale, missing_is_range, dart_base=None):
     left = np.asarray(tree["left_children"], dtype=np.int64)
     right = np.asarray(tree["right_children"], dtype=np.int64)
     n = len(left)
@@ -153,8 +179,11 @@ def _add_tree(builder, tree, output_start, width, scale, missing_is_range):
         leaf = np.zeros((n, width))
         leaf[is_leaf] = weights[right[is_leaf]]
         right = np.where(is_leaf, -1, right)
-    if scale != 1.0:
-        leaf = (leaf.astype(np.float32) * np.float32(scale)).astype(np.float64)
+    if scale != 1.0 or dart_base is not None:
+        leaf = leaf.astype(np.float32)
+        if dart_base is not None:  # inplace_predict: the tree's prediction less the base
+            leaf = (leaf + dart_base) - dart_base
+        leaf = (leaf * np.float32(scale)).astype(np.float64)
     categories = {}
     split_type = np.asarray(tree.get("split_type", np.zeros(n)), dtype=np.int64)
     segments = dict(zip(tree.get("categories_nodes", []),
@@ -215,7 +244,7 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
                              has_range, estimator)
     else:
         ensemble = _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations,
-                                  estimator)
+                                  estimator, inplace=kind != "booster")
     transform = OBJECTIVES[objective][1]
     if kind == "classifier" and n_outputs == 1:
         transform = _BINARY_PROBA[transform]
@@ -260,7 +289,10 @@ def _gblinear(model, n_features, n_outputs, base, has_range, owner):
                          input_precision="float32", linear_missing="skip")
 
 
-def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, estimator):
+def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, estimator,
+                   inplace):
+    """``inplace``: the sklearn wrapper's ``inplace_predict`` arithmetic for DART trees
+    (a raw Booster's ``predict(DMatrix)`` otherwise)."""
     has_range = not np.isnan(missing)
     trees, info, weights = _iteration_trees(learner["gradient_booster"], n_iterations, estimator)
     if not trees:
@@ -268,11 +300,14 @@ def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, 
             estimator, "a model with", "no trees", "models with at least one boosting round"))
     width = int(trees[0]["tree_param"].get("size_leaf_vector", "1"))
     width = max(width, 1)
+    inplace = inplace and learner["gradient_booster"]["name"] == "dart"
     builder = EnsembleBuilder(width)
     for tree, output, weight in zip(trees, info, weights):
-        _add_tree(builder, tree, 0 if width > 1 else int(output), width, float(weight),
-                  has_range)
-    fields = dict(input_precision="float32", categorical_rule="nonnegative")
+        start = 0 if width > 1 else int(output)
+        _add_tree(builder, tree, start, width, float(weight), has_range,
+                  np.float32(base[start]) if inplace else None)
+    fields = dict(input_precision="float32", categorical_rule="nonnegative",
+                  sum_precision="float32")
     if has_range:
         fields["missing_range"] = (missing, missing)
     return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base, **fields)

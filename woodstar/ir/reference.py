@@ -77,6 +77,8 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
     # loops do; a mean adds the trees from 0, divides, then adds the base.
     summing = ens.aggregation == "sum"
     raw = np.tile(ens.base_score, (n, 1)) if summing else np.zeros((n, ens.n_outputs))
+    if ens.sum_precision == "float32":  # each float32 += of float32 leaves rounds as XGBoost
+        raw = raw.astype(np.float32)
     rows = np.arange(n)
     width = ens.leaf_width
     for t in range(ens.n_trees):
@@ -96,9 +98,9 @@ def predict_raw(ens: TreeEnsemble, X) -> np.ndarray:
         if ens.has_linear_leaves:
             values = _linear_leaves(ens, offset + node, X, values)
         with np.errstate(invalid="ignore"):  # linear leaves may give +-inf
-            raw[:, start:start + width] += values
+            raw[:, start:start + width] += values.astype(raw.dtype, copy=False)
     if summing:
-        return raw
+        return raw.astype(np.float64)
     raw /= ens.n_trees
     return raw + ens.base_score
 

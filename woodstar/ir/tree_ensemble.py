@@ -33,6 +33,11 @@ always the same:
 * a tree's leaf adds ``leaf_value[leaf]`` (a vector of ``leaf_width``) to the raw
   outputs ``tree_output_start[t] : tree_output_start[t] + leaf_width``.
 
+* sum precision: "float64" (default) adds leaves in double; "float32" (XGBoost) starts
+  each row at float32 ``base_score`` and adds each tree's (float32) leaf in float32, and
+  the post-transform is XGBoost's float32 arithmetic. The compiled walk emulates it to
+  the bit; other routes stay within float32 rounding of it.
+
 Raw score = aggregation over trees ("sum" or "mean") + ``base_score``; the prediction
 is ``post_transform(post_transform_scale * raw)``. The order of the float64 additions
 is part of the meaning, because it decides near ties: "sum" starts at ``base_score``
@@ -138,6 +143,7 @@ class TreeEnsemble(Op):
     linear_feature: np.ndarray = None  # per term; -1 is the intercept; None: empty
     linear_coef: np.ndarray = None  # per term; None: empty
     linear_missing: str = "leaf_value"
+    sum_precision: str = "float64"  # "float32": XGBoost's float32 sums and links
 
     def __post_init__(self):
         if self.missing_in_range is None:
@@ -270,6 +276,9 @@ class TreeEnsemble(Op):
         if self.input_precision not in PRECISIONS:
             raise InvalidModelError(
                 f"TreeEnsemble: input_precision {self.input_precision!r} not in {PRECISIONS}")
+        if self.sum_precision not in PRECISIONS:
+            raise InvalidModelError(
+                f"TreeEnsemble: sum_precision {self.sum_precision!r} not in {PRECISIONS}")
         if self.categorical_rule not in CATEGORICAL_RULES:
             raise InvalidModelError(
                 f"TreeEnsemble: categorical_rule {self.categorical_rule!r} not in {CATEGORICAL_RULES}")

@@ -7,7 +7,10 @@ session's overhead; the Torch program pays per-operator dispatch. This kernel wa
 each tree once per row, adds the leaf vectors itself, and takes float32 rows as they
 come (docs/benchmarks.md, "CPU routes", has the measurements that chose it).
 
-Exact for the same reasons as the other routes (see c_walk.c). The build is cached
+Exact for the same reasons as the other routes (see c_walk.c); categorical splits are
+walked too. Ensembles that sum in float32 (XGBoost's, ``sum_precision="float32"``) get
+float32 sums and XGBoost's float32 links here, so margins and probabilities are
+XGBoost's to the bit (the other routes sum in double). The build is cached
 under ``$WOODSTAR_CACHE_DIR`` (default ``~/.cache/woodstar``), keyed by the source's
 hash and the compiler command; without a compiler, or if the build fails, ``available``
 says why and the container uses the next route.
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ir.transforms import apply_post_transform
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
@@ -35,7 +39,8 @@ __all__ = ["CTreeWalk", "available", "unavailable_reason"]
 
 SOURCE = Path(__file__).with_name("c_walk.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread")
-DEFAULT_LEFT, MISSING_IN_RANGE = 1, 2
+DEFAULT_LEFT, MISSING_IN_RANGE, CATEGORICAL = 1, 2, 4
+CATEGORICAL_RULES = {"truncate": 0, "nonnegative": 1, "exact": 2}  # RULE_* in c_walk.c
 NODE_DTYPES = {  # must match node32 / node64 in c_walk.c (checked on load)
     "float32": np.dtype([("feature", "<i4"), ("right", "<i4"), ("flags", "<i4"),
                          ("threshold", "<f4")]),
@@ -50,7 +55,11 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("leaf_value", ctypes.c_void_p), ("n_trees", ctypes.c_int64),
                 ("width", ctypes.c_int64), ("n_cols", ctypes.c_int64),
                 ("n_out", ctypes.c_int64), ("has_range", ctypes.c_int64),
-                ("range_lo", ctypes.c_double), ("range_hi", ctypes.c_double)]
+                ("sum32", ctypes.c_int64),
+                ("range_lo", ctypes.c_double), ("range_hi", ctypes.c_double),
+                ("cat_start", ctypes.c_void_p), ("cat_size", ctypes.c_void_p),
+                ("cat_bits", ctypes.c_void_p), ("has_categorical", ctypes.c_int64),
+                ("cat_rule", ctypes.c_int64)]
 
 
 _state = {}  # "lib" or "reason", once per process
@@ -129,6 +138,9 @@ def _load_once():
         fn.restype = ctypes.c_int64
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                        ctypes.c_int64]
+    lib.woodstar_xgb_link.restype = None
+    lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                      ctypes.c_int64, ctypes.c_void_p]
     _state["lib"] = lib
     return lib
 
@@ -167,14 +179,17 @@ class CTreeWalk(CpuRoute):
 
     @staticmethod
     def supports(ens: TreeEnsemble) -> bool:
-        return not (ens.has_categorical or ens.has_linear_leaves)
+        return not ens.has_linear_leaves
 
     def __init__(self, ens: TreeEnsemble, dtype: str, n_threads: int = 1):
         lib = _load()
         if lib is None:
             raise RuntimeError(unavailable_reason())
         if not self.supports(ens):
-            raise ValueError("the compiled walk does not take categorical splits or linear leaves")
+            raise ValueError("the compiled walk does not take linear leaves")
+        if ens.sum_precision == "float32":  # float32 base score and leaves (the IR's meaning)
+            ens = ens.replace(base_score=ens.base_score.astype(np.float32).astype(np.float64),
+                              leaf_value=ens.leaf_value.astype(np.float32).astype(np.float64))
         ens = self._prepare(ens, dtype)
         self._kernel = lib.woodstar_walk_f32 if dtype == "float32" else lib.woodstar_walk_f64
         order, rights, roots, _ = sibling_adjacent_layout(ens)
@@ -185,20 +200,36 @@ class CTreeWalk(CpuRoute):
         nodes["right"] = rights
         nodes["threshold"] = np.where(is_leaf, np.inf, node_thresholds(ens, dtype)[order])
         nodes["flags"] = np.where(is_leaf, DEFAULT_LEFT, ens.default_left[order] * DEFAULT_LEFT
-                                  + ens.missing_in_range[order] * MISSING_IN_RANGE)
+                                  + ens.missing_in_range[order] * MISSING_IN_RANGE
+                                  + ens.is_categorical[order] * CATEGORICAL)
         self.nodes = nodes
         self.roots = np.ascontiguousarray(roots, dtype=np.int32)
         self.depths = np.ascontiguousarray(ens.tree_depths(), dtype=np.int32)
         self.out_start = np.ascontiguousarray(ens.tree_output_start, dtype=np.int32)
-        self.leaf_value = np.ascontiguousarray(ens.leaf_value[order], dtype=np.float64)
+        # XGBoost's models sum in float32 (leaves are float32 values; the folded base
+        # score's float64 addition rounds to float32 as XGBoost's first += does).
+        self.sum32 = ens.sum_precision == "float32" and ens.aggregation == "sum"
+        self.sum_dtype = np.dtype(np.float32 if self.sum32 else np.float64)
+        self.leaf_value = np.ascontiguousarray(ens.leaf_value[order], dtype=self.sum_dtype)
         self.range = missing_range_bounds(ens, dtype) if ens.has_missing_range else (0.0, -1.0)
         self.n_features, self.n_outputs = int(ens.n_features), int(ens.n_outputs)
         self.width = int(ens.leaf_width)
+        categorical = ens.is_categorical[order] & ~is_leaf
+        self.cat_start = np.ascontiguousarray(np.where(categorical, ens.cat_bitset_start[order], 0),
+                                              dtype=np.int32)
+        self.cat_size = np.ascontiguousarray(np.where(categorical, ens.cat_bitset_size[order], 0),
+                                             dtype=np.int32)
+        self.cat_bits = np.ascontiguousarray(ens.cat_bitsets, dtype=np.uint32)
+        if not len(self.cat_bits):
+            self.cat_bits = np.zeros(1, np.uint32)  # a pointer the kernel never reads
         # The structure points into the arrays above, which live as long as self.
         self._model = _Model(_address(self.nodes), _address(self.roots), _address(self.depths),
                              _address(self.out_start), _address(self.leaf_value), self.n_trees,
                              self.width, self.n_features, self.n_outputs,
-                             int(ens.has_missing_range), *self.range)
+                             int(ens.has_missing_range), int(self.sum32), *self.range,
+                             _address(self.cat_start), _address(self.cat_size),
+                             _address(self.cat_bits), int(categorical.any()),
+                             CATEGORICAL_RULES[ens.categorical_rule])
         self._model_address = ctypes.addressof(self._model)
         self.steps_per_row = max(1, int(self.depths.sum()))
         self.n_threads = max(1, int(n_threads))
@@ -207,9 +238,51 @@ class CTreeWalk(CpuRoute):
     def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it
             raise ValueError(f"expected (n, {self.n_features}) rows, got shape {X.shape}")
-        out = np.zeros((len(X), self.n_outputs), np.float64)
+        out = np.zeros((len(X), self.n_outputs), self.sum_dtype)
         if len(X):
             parallel = len(X) * self.steps_per_row >= self.parallel_min_steps
             self.last_threads = self._kernel(self._model_address, _address(X), len(X),
                                              _address(out), self.n_threads if parallel else 1)
         return out
+
+    def __call__(self, X: np.ndarray):
+        if not self.sum32:
+            return super().__call__(X)
+        raw = self.raw(X)  # float32 margins, as XGBoost's predictor leaves them
+        if self.post_transform_scale != 1.0 or self.post_transform not in _XGB_TRANSFORMS:
+            raw = raw.astype(np.float64)  # not one of XGBoost's: the IR's own transform
+            return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)
+        return raw.astype(np.float64), _xgb_transform(self.post_transform, raw).astype(np.float64)
+
+
+# XGBoost's float32 post-transforms: the links run in C (woodstar_xgb_link, libm's expf
+# as XGBoost's own build calls it); the rest is float32 NumPy, as its Python wrapper.
+_XGB_LINKS = {"sigmoid": 0, "sigmoid_binary": 0, "softmax": 1, "exp": 2}
+_XGB_TRANSFORMS = (*_XGB_LINKS, "identity_binary", "step_binary", "step", "argmax", "identity")
+
+
+def _xgb_link(kind: int, z: np.ndarray) -> np.ndarray:
+    z = np.ascontiguousarray(z, dtype=np.float32)
+    out = np.empty_like(z)
+    if z.size:
+        _load().woodstar_xgb_link(kind, _address(z), z.shape[0], z.shape[1], _address(out))
+    return out
+
+
+def _xgb_transform(name: str, raw: np.ndarray) -> np.ndarray:
+    """XGBoost's prediction from float32 margins, in float32."""
+    if name in ("sigmoid", "softmax", "exp"):
+        return _xgb_link(_XGB_LINKS[name], raw)
+    if name in ("sigmoid_binary", "identity_binary", "step_binary"):
+        # XGBClassifier.predict_proba: (1 - p, p) with p float32, 1 - p in float32.
+        p = _xgb_link(0, raw[:, :1]) if name == "sigmoid_binary" else raw[:, :1]
+        if name == "step_binary":
+            p = (p > 0).astype(np.float32)
+        return np.concatenate([np.float32(1.0) - p, p], axis=1)
+    if name == "step":
+        return (raw > 0).astype(np.float32)
+    if name == "argmax":
+        return np.argmax(raw, axis=1).astype(np.float32).reshape(-1, 1)
+    if name == "identity":
+        return raw
+    raise ValueError(f"post_transform {name!r} has no float32 form")

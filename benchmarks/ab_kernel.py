@@ -1,0 +1,137 @@
+"""A/B of the compiled tree walk against oneDAL (daal4py's model builders) on boosted
+trees, and of kernel candidates against the shipped kernel.
+
+Every candidate is timed on the public path, ``predict_proba`` of float32 NumPy rows,
+interleaved in a shuffled order within one process; answers are checked first (the
+compiled walk exactly against XGBoost, and to 1e-12 against LightGBM); oneDAL's rows
+off by more than 1e-5 are counted in ``wrong_answers`` (it sums in its own order and
+compares LightGBM's double thresholds in float32), and it is timed all the same. ``--candidate FILE.c`` adds a kernel built from another
+source with the same entry points (``candidate`` in the results), so a change to
+``c_walk.c`` is judged against the shipped one from the same run.
+
+Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,1000,100000]
+       [--candidate path/to/c_walk.c --candidate-name "what it changes"] [--rounds 3]
+Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
+ratios to the shipped kernel (``ratio_to_c_walk``: > 1 means slower than it).
+"""
+
+import argparse
+import statistics
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import woodstar
+from woodstar.runtimes import c_walk
+from benchmarks._ab import interleaved_median_ms, write_results
+from benchmarks.candidates import NotAvailable, _onedal, as_proba
+from benchmarks.models import ModelSpec, load_model, test_rows
+
+OUT = Path(__file__).parent / "results" / "kernel_onedal.json"
+SPECS = {
+    "xgb_300x8": ModelSpec("xgb_300x8", "xgboost", "XGBoost, 300 trees, depth 8",
+                           params=(("n_estimators", 300), ("max_depth", 8))),
+    "lgbm_300x255": ModelSpec("lgbm_300x255", "lightgbm", "LightGBM, 300 trees, 255 leaves",
+                              params=(("n_estimators", 300), ("num_leaves", 255))),
+}
+REPEATS = {1: 300, 1000: 40, 100_000: 5}
+
+
+def _with_kernel(source, make):
+    """``make()`` while the compiled walk is built from ``source`` (another library)."""
+    saved_state, saved_source = dict(c_walk._state), c_walk.SOURCE
+    try:
+        c_walk._state.clear()
+        c_walk.SOURCE = Path(source)
+        if not c_walk.available():
+            raise RuntimeError(c_walk.unavailable_reason())
+        return make()
+    finally:
+        c_walk._state.clear()
+        c_walk._state.update(saved_state)
+        c_walk.SOURCE = saved_source
+
+
+def _woodstar(model, threads, X):
+    converted = woodstar.convert(model, "torch", extra_config={"cpu_route": "c-walk",
+                                                               "n_threads": threads})
+    converted.predict_proba(X[:2])  # builds the route now, with the kernel loaded now
+    return converted
+
+
+def measure(names, threads_list, rows_list, rounds, candidate=None, out=None):
+    results = []
+    for name in names:
+        spec = SPECS[name]
+        model = load_model(spec)
+        X_all = test_rows(spec, max(rows_list))
+        for threads in threads_list:
+            torch.set_num_threads(threads)
+            fns = {"c-walk": _woodstar(model, threads, X_all).predict_proba}
+            if candidate:
+                fns["candidate"] = _with_kernel(
+                    candidate, lambda: _woodstar(model, threads, X_all)).predict_proba
+            try:
+                fns["onedal"] = _onedal(spec, model).build(threads).fn
+            except NotAvailable as error:
+                print(f"onedal: {error}")
+            for rows in rows_list:
+                X = X_all[:rows]
+                expected = model.predict_proba(X)
+                wrong = {}
+                for key, fn in fns.items():
+                    got = as_proba(fn(X), spec.n_classes)
+                    if key == "onedal":  # a peer's wrong rows are recorded, not hidden
+                        off = np.abs(got - expected) > 1e-5 * (1 + np.abs(expected))
+                        if off.any():
+                            wrong[key] = {"rows": int(off.any(axis=1).sum()),
+                                          "max_abs_diff": float(np.abs(got - expected).max())}
+                    elif spec.library == "xgboost":
+                        np.testing.assert_array_equal(got, expected, err_msg=key)
+                    else:
+                        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12,
+                                                   err_msg=key)
+                    fn(X)
+                per_round = [interleaved_median_ms(fns, X, REPEATS.get(rows, 20))
+                             for _ in range(rounds)]
+                ratios = {k: [r[k] / r["c-walk"] for r in per_round] for k in fns if k != "c-walk"}
+                row = {"model": name, "threads": threads, "rows": rows,
+                       "repeats": REPEATS.get(rows, 20), "rounds": rounds,
+                       "median_ms": {k: statistics.median(r[k] for r in per_round) for k in fns},
+                       "round_ms": per_round, "wrong_answers": wrong,
+                       "ratio_to_c_walk": {k: {"median": statistics.median(v), "min": min(v),
+                                               "max": max(v)} for k, v in ratios.items()}}
+                results.append(row)
+                cells = "  ".join(f"{k} {v:.3f}ms" for k, v in row["median_ms"].items())
+                spread = "  ".join(f"{k}/c-walk {v['median']:.2f} [{v['min']:.2f}-{v['max']:.2f}]"
+                                   for k, v in row["ratio_to_c_walk"].items())
+                print(f"{name:13s} t={threads} rows={rows:6d}  {cells}  {spread}  {wrong or ''}",
+                      flush=True)
+                if out is not None:  # after every cell: an interrupted run keeps its cells
+                    write_results(out, results, keep_earlier=True)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("models", nargs="*", default=list(SPECS))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rows", default="1,1000,100000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--candidate", default=None, help="another c_walk.c to time")
+    parser.add_argument("--candidate-name", default="",
+                        help="what the candidate changes (recorded with each row)")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args(argv)
+    results = measure(args.models, [int(t) for t in args.threads.split(",")],
+                      [int(r) for r in args.rows.split(",")], args.rounds, args.candidate,
+                      Path(args.out))
+    for row in results:
+        if args.candidate:
+            row["candidate"] = args.candidate_name or Path(args.candidate).name
+    write_results(Path(args.out), results, keep_earlier=True)
+
+
+if __name__ == "__main__":
+    main()

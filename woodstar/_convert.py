@@ -52,6 +52,7 @@ def _convert(model, backend, test_input, device, options, model_ir=None):
         backend = choose_backend("auto", n_threads, str(device).split(":")[0])
     backend_cls = get_backend(backend)
     if model_ir is None:
+        model = _load_onnx_path(model)
         model_ir = find_frontend(model)(model, options)
     model_ir = apply_post_transform_option(model_ir, options.post_transform)
     container = make_container(model_ir, backend_cls, options, device)
@@ -63,6 +64,15 @@ def _convert(model, backend, test_input, device, options, model_ir=None):
     if not options.container:
         return container.model
     return container
+
+
+def _load_onnx_path(model):
+    """A path to a ``.onnx`` file is read with ``onnx.load`` (the ONNX-ML frontend)."""
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".onnx"):
+        import onnx
+
+        return onnx.load(os.fspath(model))
+    return model
 
 
 def convert_batch(model, backend, test_input, remainder_size=0, device="cpu", extra_config=None):

@@ -1,0 +1,162 @@
+"""ONNX-ML SVMRegressor / SVMClassifier (the graphs skl2onnx writes for SVR, NuSVR,
+SVC and NuSVC) against ONNX Runtime running the same graph: every kernel, NaN and
+infinite inputs, one-row calls (MLAS's one-row kernel), support vectors past MLAS's
+K slice, and features past its 128-column slice. Every number is ONNX Runtime's to
+the bit, RBF included (glibc's ``expf`` is mirrored operation by operation)."""
+
+import numpy as np
+import pytest
+
+import woodstar
+from woodstar.exceptions import MissingConverter
+
+from ._graphs import session
+from .test_tree_ensembles import FAST_BACKENDS, check
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+skl2onnx = pytest.importorskip("skl2onnx")
+# skl2onnx reads SVC's deprecated probA_/probB_ attributes whatever the model
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+COVERS_OPS = ("onnx_svm",)
+OPSET = {"": 17, "ai.onnx.ml": 3}
+KERNELS = [("linear", {}), ("poly", {"degree": 2}), ("poly", {"degree": 3}), ("rbf", {}),
+           ("sigmoid", {})]
+KERNEL_IDS = [f"{k}{e.get('degree', '')}" for k, e in KERNELS]
+
+
+def _rows(rng, n_rows, n_features, dtype=np.float32):
+    """Normal values with NaN and +-inf cells (ONNX Runtime accepts them)."""
+    X = 2.0 * rng.normal(size=(n_rows, n_features))
+    mask = rng.random(X.shape)
+    X[mask < 0.02] = np.nan
+    X[(mask >= 0.02) & (mask < 0.025)] = np.inf
+    X[(mask >= 0.025) & (mask < 0.03)] = -np.inf
+    return X.astype(dtype)
+
+
+def _data(rng, n_rows=150, n_features=5):
+    X = rng.normal(size=(n_rows, n_features)).astype(np.float32)
+    return X, X[:, 0] * X[:, 1] + X[:, 2]
+
+
+def _graph(model, X, **options):
+    return skl2onnx.to_onnx(model, X[:1], target_opset=OPSET, options=options or None)
+
+
+def _kernel_args(rng, kernel, extra):
+    return dict(kernel=kernel, gamma=float(rng.uniform(0.05, 0.4)),
+                coef0=float(rng.uniform(-0.5, 0.5)), **extra)
+
+
+@FAST_BACKENDS
+@pytest.mark.parametrize("kernel,extra", KERNELS, ids=KERNEL_IDS)
+def test_svr_and_nusvr(backend, rng, kernel, extra):
+    from sklearn.svm import SVR, NuSVR
+
+    X, y = _data(rng)
+    for model in (SVR(C=2.0, **_kernel_args(rng, kernel, extra)),
+                  NuSVR(nu=0.4, **_kernel_args(rng, kernel, extra))):
+        check(_graph(model.fit(X, y), X), _rows(rng, 300, 5), backend, exact=True)
+
+
+@FAST_BACKENDS
+@pytest.mark.parametrize("kernel,extra", KERNELS, ids=KERNEL_IDS)
+def test_binary_svc_with_zipmap(backend, rng, kernel, extra):
+    from sklearn.svm import SVC
+
+    X, y = _data(rng)
+    model = SVC(**_kernel_args(rng, kernel, extra)).fit(X, y > 0)
+    check(_graph(model, X), _rows(rng, 300, 5), backend, exact=True)
+
+
+@FAST_BACKENDS
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "sigmoid"])
+def test_multiclass_one_vs_one(backend, rng, kernel):
+    """decision_function_shape='ovo': the graph returns the pair scores as they are."""
+    from sklearn.svm import SVC, NuSVC
+
+    X, y = _data(rng, n_rows=200)
+    labels = np.array(["low", "mid", "high", "top"])[np.digitize(y, [-0.5, 0.3, 1.2])]
+    for model in (SVC(decision_function_shape="ovo", **_kernel_args(rng, kernel, {})),
+                  NuSVC(nu=0.2, decision_function_shape="ovo", **_kernel_args(rng, kernel, {}))):
+        graph = _graph(model.fit(X, labels), X, zipmap=False)
+        check(graph, _rows(rng, 300, 5), backend, exact=True)
+
+
+def test_double_input_classifier(rng):
+    """A double input is rounded to float first, as ONNX Runtime's kernel does."""
+    from sklearn.svm import SVC
+
+    X, y = _data(rng)
+    model = SVC(kernel="poly", degree=3, coef0=0.3).fit(X.astype(np.float64), y > 0.5)
+    graph = _graph(model, X.astype(np.float64), zipmap=False)
+    check(graph, _rows(rng, 300, 5, dtype=np.float64), "torch", exact=True)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_one_row_calls(rng, kernel):
+    """One row takes MLAS's one-row kernel (lanes of 8, then a reduction whose order
+    depends on the output column): a program, traced or not, decides per call."""
+    from sklearn.svm import SVC, SVR
+
+    X, y = _data(rng)
+    regressor = _graph(SVR(**_kernel_args(rng, kernel, {})).fit(X, y), X)
+    classifier = _graph(SVC(**_kernel_args(rng, kernel, {})).fit(X, y > 0), X, zipmap=False)
+    for graph in (regressor, classifier):
+        ort = session(graph)
+        containers = [woodstar.convert(graph, "torch"),
+                      woodstar.convert(graph, "torch", extra_config={"cpu_route": "program"}),
+                      woodstar.convert(graph, "torch.jit")]
+        batch = _rows(rng, 40, 5)
+        for row in [batch[i:i + 1] for i in range(40)] + [batch]:
+            expected = ort.run(None, {"X": row})
+            for container in containers:
+                if len(expected) == 2:
+                    np.testing.assert_array_equal(container.predict(row), expected[0])
+                    np.testing.assert_array_equal(container.predict_proba(row), expected[1])
+                else:
+                    np.testing.assert_array_equal(container.predict(row), expected[0])
+
+
+def test_many_support_vectors_and_features(rng):
+    """Past 1024 support vectors the regressor's Gemm adds K slices; past 128 features
+    (fewer vectors than features) the kernel's Gemm does."""
+    from sklearn.svm import NuSVR, SVR
+
+    X, y = _data(rng, n_rows=1400)
+    model = NuSVR(nu=0.95, kernel="rbf", C=0.5).fit(X, y)
+    assert model.support_vectors_.shape[0] > 1024
+    check(_graph(model, X), _rows(rng, 200, 5), "torch", exact=True)
+    X, y = _data(rng, n_rows=120, n_features=300)
+    for kernel in ("linear", "poly"):
+        model = SVR(kernel=kernel, degree=2, gamma=0.01, coef0=0.2).fit(X, y)
+        check(_graph(model, X), _rows(rng, 100, 300), "torch", exact=True)
+
+
+def _refused(graph, match):
+    with pytest.raises(MissingConverter, match=match):
+        woodstar.convert(graph, "torch")
+
+
+def test_probabilities_are_refused(rng):
+    from sklearn.svm import SVC
+
+    X, y = _data(rng)
+    _refused(_graph(SVC(probability=True).fit(X, y > 0), X), "prob_a")
+
+
+def test_refusals(rng):
+    from sklearn.svm import SVC, SVR, OneClassSVM
+
+    X, y = _data(rng)
+    _refused(_graph(OneClassSVM().fit(X), X), "Sign")
+    _refused(_graph(SVR(kernel="poly", degree=4).fit(X, y), X), "degree")
+    labels = np.digitize(y, [-0.5, 0.3])
+    _refused(_graph(SVC().fit(X, labels), X, zipmap=False), "Less")  # one-vs-rest scores
+    graph = _graph(SVR().fit(X, y), X)
+    from onnx import helper
+
+    graph.graph.node[0].attribute.append(helper.make_attribute("one_class", 1))
+    _refused(graph, "one_class")

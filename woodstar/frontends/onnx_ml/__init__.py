@@ -1,0 +1,564 @@
+"""ONNX-ML graphs (``onnx.ModelProto``, as skl2onnx and onnxmltools write them) -> IR.
+
+The graph is read node by node; each supported operator (``HANDLERS``, by domain and
+type) adds woodstar ops, and any other operator is refused by name, domain and node.
+Supported: one float or double input tensor of known width; one model node
+(``TreeEnsembleRegressor``/``TreeEnsembleClassifier``, ``LinearRegressor``/
+``LinearClassifier``, ``SVMRegressor``/``SVMClassifier``) whose outputs are the
+graph's, after ``Scaler``, ``Imputer``,
+``Normalizer``, ``Cast``, ``Add``/``Sub``/``Mul``/``Div`` by a constant, ``Concat``,
+``FeatureVectorizer``, ``ArrayFeatureExtractor`` and ``Binarizer`` on its input,
+or no model node but ``MatMul``/``Gemm`` by constants, ``Relu``, ``Sigmoid`` and
+``Reshape`` (a multi-layer perceptron's graph, read as a regressor; with ``ArgMax``
+and an ``ArrayFeatureExtractor`` of constant classes, a classifier deciding by the
+first largest probability), and ``Normalizer``, ``Cast``, ``Identity`` and
+``ZipMap`` on its outputs.
+
+A classifier's container gives ``predict`` (the graph's labels) and
+``predict_proba``: the plain probability matrix, also where the graph ends in ZipMap
+(ONNX Runtime returns a list of dicts there). A regressor's ``predict`` gives ONNX
+Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own (see
+``woodstar/ir/families/onnx_ops.py`` for the kernels' arithmetic, and the one place,
+float32 ``exp`` in a post-transform, where they can differ in the last bit).
+"""
+
+import numpy as np
+
+from ...exceptions import MissingConverter, unsupported_message
+from ...ir import INPUT, ColumnOps, Concat, GraphBuilder, Head, ModelIR, Select, ValueType
+from ...ir.families.onnx_ops import (NORMS, OnnxBinarizer, OnnxCast, OnnxLinear, OnnxNormalizer,
+                                     OnnxSigmoid)
+from ..registry import register_frontend
+from ._attributes import attributes, node_label, refuse
+from .linear import linear_op
+from .svm import svm_op
+from .trees import tree_ensemble_ops
+
+__all__ = ["from_onnx", "HANDLERS", "supported_operators"]
+
+ML = "ai.onnx.ml"
+_FLOAT, _INT64, _STRING, _DOUBLE = 1, 7, 8, 11  # onnx.TensorProto element types
+
+
+class _Features:
+    """A block of numeric columns: the woodstar value and the ONNX tensor's dtype."""
+
+    def __init__(self, value, dtype, width):
+        self.value, self.dtype, self.width = value, np.dtype(dtype), width
+
+
+class _Result:
+    """A model node's woodstar values: ``transformed`` holds a classifier's
+    probabilities (``proba_width`` columns) then its label index, or a regressor's
+    values."""
+
+    def __init__(self, node, raw, transformed, labels, proba_width):
+        self.node, self.raw, self.transformed = node, raw, transformed
+        self.labels, self.proba_width = labels, proba_width
+
+
+class _State:
+    def __init__(self, builder):
+        self.builder = builder
+        self.values = {}  # ONNX value name -> (role, payload)
+        self.constants = {}  # ONNX value name -> array (initializers, Constant nodes)
+        self.refuses_nan = False  # ONNX Runtime rejects a NaN input (Binarizer)
+        self.results = []
+
+    def read(self, node, index, roles):
+        name = node.input[index] if index < len(node.input) else ""
+        if name not in self.values:
+            refuse(node, "an input that no supported node writes", name, "the graph's input "
+                   "or the outputs of supported nodes")
+        role, payload = self.values[name]
+        if role not in roles:
+            refuse(node, f"input {name!r} holding", role, roles)
+        return role, payload
+
+    def add(self, op, inputs, node, suffix=""):
+        return self.builder.add(op, inputs, name=f"{node.name or node.op_type}{suffix}")
+
+    def rounded(self, features, node):
+        """``features`` as the ONNX tensor holds them: a float input is rounded to float32
+        first (the caller may pass float64 rows)."""
+        if features.value == INPUT and features.dtype == np.float32:
+            (value,) = self.add(OnnxCast(width=features.width, dtype="float32"),
+                                [INPUT], node, ":input")
+            return _Features(value, np.float32, features.width)
+        return features
+
+    def result(self, node, raw, transformed, labels, proba_width):
+        result = _Result(node, raw, transformed, labels, proba_width)
+        self.results.append(result)
+        if labels is None:
+            self.values[node.output[0]] = ("values", result)
+        else:
+            self.values[node.output[0]] = ("labels", result)
+            if len(node.output) > 1 and node.output[1]:
+                self.values[node.output[1]] = ("probabilities", result)
+
+
+def _tree_ensemble(node, state):
+    _, features = state.read(node, 0, ("features",))
+    ensemble, scores, labels = tree_ensemble_ops(node, features.dtype.type, features.width)
+    (per_tree, _) = state.add(ensemble, [features.value], node, ":trees")
+    raw, transformed = state.add(scores, [per_tree], node)
+    state.result(node, raw, transformed, labels, max(scores.n_targets, 2))
+
+
+def _linear(node, state):
+    _, features = state.read(node, 0, ("features",))
+    op, labels, proba_width = linear_op(node, features.width)
+    raw, transformed = state.add(op, [features.value], node)
+    state.result(node, raw, transformed, labels, proba_width)
+
+
+def _svm(node, state):
+    _, features = state.read(node, 0, ("features",))
+    if node.op_type == "SVMRegressor" and features.dtype != np.float32:
+        refuse(node, "input of dtype", str(features.dtype),
+               "float (ONNX Runtime's kernel reads float only)")
+    op, labels = svm_op(node, features.width)
+    raw, transformed = state.add(op, [features.value], node)
+    state.result(node, raw, transformed, labels, op.output_width - 1 if labels is not None else 1)
+
+
+def _scaler(node, state):
+    _, features = state.read(node, 0, ("features",))
+    features = state.rounded(features, node)
+    a = attributes(node)
+    ops, operands = [], []
+    for name, op in (("offset", "sub"), ("scale", "mul")):
+        values = a.get(name, np.zeros(0, np.float32))
+        if len(values) == 0:
+            continue
+        if len(values) not in (1, features.width):
+            refuse(node, f"{name} of length", len(values), f"1 or {features.width}")
+        ops.append(op)
+        operands.append(np.broadcast_to(values, (features.width,)).astype(np.float32))
+    value = features.value
+    if ops:
+        (value,) = state.add(ColumnOps(name="Scaler", n_features=features.width, ops=tuple(ops),
+                                       operands=tuple(operands),
+                                       cast_operand=(False,) * len(ops)), [value], node)
+    if features.dtype != np.float32:  # computed in double, written as float
+        (value,) = state.add(OnnxCast(width=features.width, dtype="float32"), [value], node, ":float")
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, features.width))
+
+
+def _imputer(node, state):
+    _, features = state.read(node, 0, ("features",))
+    if features.dtype != np.float32:
+        refuse(node, "input of dtype", str(features.dtype), "float")
+    features = state.rounded(features, node)
+    a = attributes(node)
+    imputed = a.get("imputed_value_floats", np.zeros(0, np.float32))
+    if len(imputed) not in (1, features.width):
+        refuse(node, "imputed_value_floats of length", len(imputed), f"1 or {features.width}")
+    imputed = np.broadcast_to(imputed, (features.width,)).astype(np.float32)
+    replaced = np.float32(a.get("replaced_value_float", np.float32(0.0)))
+    if np.isnan(replaced):
+        op, operand = "fill_nan", imputed
+    else:
+        op, operand = "fill_value", np.stack([np.full(features.width, replaced, np.float32), imputed])
+    (value,) = state.add(ColumnOps(name="Imputer", n_features=features.width, ops=(op,),
+                                   operands=(operand,), cast_operand=(False,)),
+                         [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, features.width))
+
+
+def _normalizer(node, state):
+    role, payload = state.read(node, 0, ("features", "probabilities"))
+    norm = attributes(node).get("norm", "MAX")
+    if norm not in NORMS:
+        refuse(node, "norm", norm, NORMS)
+    if role == "features" and payload.dtype != np.float32:
+        # the kernel squares a double before rounding it (L2); only float is mirrored
+        refuse(node, "input of dtype", str(payload.dtype), "float")
+    if role == "features":
+        (value,) = state.add(OnnxNormalizer(norm=norm, width=payload.width), [payload.value], node)
+        state.values[node.output[0]] = ("features", _Features(value, np.float32, payload.width))
+        return
+    (transformed,) = state.add(OnnxNormalizer(norm=norm, width=payload.proba_width, passthrough=1),
+                               [payload.transformed], node)
+    result = _Result(node, payload.raw, transformed, payload.labels, payload.proba_width)
+    result.model = getattr(payload, "model", payload.node)
+    state.results.append(result)
+    state.values[node.output[0]] = ("probabilities", result)
+    # the labels the model node wrote still come from the same result
+    for name, (r, p) in list(state.values.items()):
+        if r == "labels" and p is payload:
+            state.values[name] = ("labels", result)
+
+
+_ARITHMETIC = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+
+
+def _arithmetic(node, state):
+    """features (op) constant, elementwise in the features' dtype: the constant is an
+    initializer or a Constant node's value, one number or one per column. Add, Mul and
+    Sub also read constant (op) features (``1 - p`` in a binary classifier's graph)."""
+    if node.op_type in ("Add", "Mul", "Sub") and len(node.input) == 2 and \
+            node.input[0] in state.constants and node.input[1] not in state.constants:
+        return _constant_first(node, state)
+    _, features = state.read(node, 0, ("features",))
+    constant = state.constants.get(node.input[1]) if len(node.input) > 1 else None
+    if constant is None:
+        refuse(node, "a second input that is not a constant", node.input[1:],
+               "features (op) an initializer or a Constant")
+    if constant.size not in (1, features.width) or constant.dtype != features.dtype:
+        refuse(node, f"a constant of shape {constant.shape} and dtype", str(constant.dtype),
+               f"1 or {features.width} values of the features' dtype {features.dtype}")
+    features = state.rounded(features, node)
+    operand = np.broadcast_to(constant.reshape(-1), (features.width,)).astype(features.dtype)
+    (value,) = state.add(ColumnOps(name=node.op_type, n_features=features.width,
+                                   ops=(_ARITHMETIC[node.op_type],), operands=(operand,),
+                                   cast_operand=(False,)), [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, features.dtype, features.width))
+
+
+def _constant_first(node, state):
+    """constant (op) features: Add and Mul commute; ``c - x`` is ``(-x) + c`` (the
+    negation is exact, so both round the same exact difference once)."""
+    swapped = type(node)()
+    swapped.CopyFrom(node)
+    del swapped.input[:]
+    swapped.input.extend([node.input[1], node.input[0]])
+    if node.op_type != "Sub":
+        return _arithmetic(swapped, state)
+    _, features = state.read(swapped, 0, ("features",))
+    features = state.rounded(features, node)
+    (negated,) = state.add(ColumnOps(name="Neg", n_features=features.width, ops=("mul",),
+                                     operands=(np.full(features.width, -1, features.dtype),),
+                                     cast_operand=(False,)), [features.value], node, ":neg")
+    name = f"{node.output[0]}:negated"
+    state.values[name] = ("features", _Features(negated, features.dtype, features.width))
+    del swapped.input[:]
+    swapped.input.extend([name, node.input[0]])
+    swapped.op_type = "Add"
+    _arithmetic(swapped, state)
+
+
+def _argmax(node, state):
+    """ArgMax over the columns of a probability block: kept aside until an
+    ArrayFeatureExtractor looks the index up in constant class labels."""
+    _, features = state.read(node, 0, ("features",))
+    a = attributes(node)
+    if a.get("axis", 0) not in (1, -1) or a.get("keepdims", 1) != 1 or a.get("select_last_index", 0):
+        refuse(node, "attributes (axis, keepdims, select_last_index)",
+               (a.get("axis", 0), a.get("keepdims", 1), a.get("select_last_index", 0)),
+               "(1, 1, 0): the first largest column of each row")
+    state.values[node.output[0]] = ("argmax", features)
+
+
+def _labels_by_argmax(node, state, features):
+    """ArrayFeatureExtractor(classes, ArgMax(p)): the classifier's labels, the first
+    largest of ``p`` (the head's ``argmax`` rule); ``p`` becomes its probabilities."""
+    classes = state.constants.get(node.input[0])
+    if classes is None or classes.ndim != 1 or len(classes) != features.width:
+        refuse(node, "class labels", None if classes is None else classes.shape,
+               f"a constant list of {features.width} labels, one per probability column")
+    labels = classes.astype(str) if classes.dtype.kind in "OSU" else classes.astype(np.int64)
+    result = _Result(node, features.value, features.value, labels, features.width)
+    result.decided_by_argmax = True
+    state.results.append(result)
+    state.values[node.output[0]] = ("labels", result)
+    for name, (role, payload) in list(state.values.items()):
+        if payload is features and role in ("features", "zipmap"):
+            state.values[name] = ("probabilities" if role == "features" else role, result)
+
+
+def _constant(node, state):
+    value = attributes(node).get("value")
+    if value is None:
+        refuse(node, "a Constant without a tensor value", "other attribute", "value")
+    state.constants[node.output[0]] = np.asarray(value)
+
+
+def _concat(node, state):
+    """Concat (axis 1) or FeatureVectorizer: feature blocks side by side. Concat keeps
+    one dtype; FeatureVectorizer writes float (its inputs rounded to float32)."""
+    parts = [state.rounded(state.read(node, i, ("features",))[1], node)
+             for i in range(len(node.input))]
+    a = attributes(node)
+    if node.op_type == "Concat":
+        if a.get("axis") not in (1, -1):
+            refuse(node, "axis", a.get("axis"), "1 or -1 (columns)")
+        if len({p.dtype for p in parts}) != 1:
+            refuse(node, "inputs of several dtypes", sorted(str(p.dtype) for p in parts),
+                   "one dtype")
+    else:
+        dims = list(a.get("inputdimensions", []))
+        if dims != [p.width for p in parts]:
+            refuse(node, "inputdimensions", dims, f"the inputs' widths {[p.width for p in parts]}")
+        parts = [p if p.dtype == np.float32 else _Features(
+            state.add(OnnxCast(width=p.width, dtype="float32"), [p.value], node, f":{i}")[0],
+            np.float32, p.width) for i, p in enumerate(parts)]
+    width = sum(p.width for p in parts)
+    (value,) = state.add(Concat(widths=tuple(p.width for p in parts)), [p.value for p in parts], node)
+    state.values[node.output[0]] = ("features", _Features(value, parts[0].dtype, width))
+
+
+def _array_feature_extractor(node, state):
+    """The columns at constant indices (ONNX Runtime refuses an index out of range),
+    or a classifier's labels: constant classes at an ArgMax's index."""
+    if len(node.input) == 2 and node.input[0] in state.constants and \
+            state.values.get(node.input[1], ("",))[0] == "argmax":
+        return _labels_by_argmax(node, state, state.values[node.input[1]][1])
+    _, features = state.read(node, 0, ("features",))
+    features = state.rounded(features, node)
+    indices = state.constants.get(node.input[1]) if len(node.input) > 1 else None
+    if indices is None or indices.dtype.kind not in "iu" or indices.size == 0:
+        refuse(node, "indices that are not a constant list of integers", node.input[1:],
+               "an int64 initializer or Constant")
+    indices = tuple(int(i) for i in indices.reshape(-1))
+    if min(indices) < 0 or max(indices) >= features.width:
+        refuse(node, "indices", indices, f"0..{features.width - 1}")
+    (value,) = state.add(Select(n_features=features.width, indices=indices), [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, features.dtype, len(indices)))
+
+
+def _binarizer(node, state):
+    """On the graph's float input only: ONNX Runtime refuses a NaN there, and so does
+    the container (``allows_nan``); after other steps a NaN's fate would differ."""
+    _, features = state.read(node, 0, ("features",))
+    if features.value != INPUT or features.dtype != np.float32:
+        refuse(node, "input", "computed columns or a double tensor",
+               "the graph's float input (where a NaN is refused up front, as ONNX Runtime does)")
+    state.refuses_nan = True
+    threshold = float(np.float32(attributes(node).get("threshold", np.float32(1.0))))
+    (value,) = state.add(OnnxBinarizer(width=features.width, threshold=threshold),
+                         [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, features.width))
+
+
+def _float_features(node, state):
+    _, features = state.read(node, 0, ("features",))
+    if features.dtype != np.float32:
+        refuse(node, "input of dtype", str(features.dtype), "float")
+    return state.rounded(features, node)
+
+
+def _matmul(node, state):
+    """MatMul / Gemm of the features by a constant matrix (plus a constant bias for
+    Gemm): MLAS's SGEMM, the same arithmetic as LinearRegressor (``onnx_linear``)."""
+    features = _float_features(node, state)
+    a = attributes(node)
+    weights = state.constants.get(node.input[1]) if len(node.input) > 1 else None
+    if weights is None or weights.ndim != 2 or weights.dtype != np.float32:
+        refuse(node, "a second input that is not a constant float matrix", node.input[1:],
+               "a float initializer")
+    if node.op_type == "Gemm":
+        if a.get("transA", 0) or float(a.get("alpha", 1.0)) != 1.0 or float(a.get("beta", 1.0)) != 1.0:
+            refuse(node, "attributes (transA, alpha, beta)",
+                   (a.get("transA", 0), a.get("alpha", 1.0), a.get("beta", 1.0)), "(0, 1.0, 1.0)")
+        if a.get("transB", 0):
+            weights = weights.T
+    if weights.shape[0] != features.width:
+        refuse(node, f"a {weights.shape} matrix for", features.width, "features x outputs")
+    n_out = weights.shape[1]
+    bias = np.zeros(n_out, np.float32)
+    if node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]:
+        c = state.constants.get(node.input[2])
+        if c is None or c.dtype != np.float32 or c.size not in (1, n_out):
+            refuse(node, "a bias that is not 1 or n_outputs float constants", node.input[2],
+                   "a float initializer of shape (n_outputs,) or (1, n_outputs)")
+        bias = np.broadcast_to(c.reshape(-1), (n_out,)).astype(np.float32)
+    op = OnnxLinear(coefficients=np.ascontiguousarray(weights.T), intercepts=bias, role="regressor")
+    (value, _) = state.add(op, [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, n_out))
+
+
+def _relu(node, state):
+    features = _float_features(node, state)
+    (value,) = state.add(ColumnOps(name="Relu", n_features=features.width, ops=("maximum",),
+                                   operands=(np.zeros(features.width, np.float32),),
+                                   cast_operand=(False,)), [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, features.width))
+
+
+def _sigmoid(node, state):
+    features = _float_features(node, state)
+    (value,) = state.add(OnnxSigmoid(width=features.width), [features.value], node)
+    state.values[node.output[0]] = ("features", _Features(value, np.float32, features.width))
+
+
+def _reshape(node, state):
+    """A reshape that keeps each row's columns: (-1, width) or, for one column, (-1,);
+    labels to (-1,)."""
+    role, payload = state.read(node, 0, ("features", "labels"))
+    shape = state.constants.get(node.input[1]) if len(node.input) > 1 else None
+    shape = None if shape is None else [int(d) for d in shape.reshape(-1)]
+    if role == "labels":
+        if shape != [-1]:
+            refuse(node, "a reshape of labels to", shape, "[-1]")
+        state.values[node.output[0]] = (role, payload)
+        return
+    if shape not in ([-1, payload.width], [-1] if payload.width == 1 else None):
+        refuse(node, "shape", shape, f"[-1, {payload.width}]" + (" or [-1]" if payload.width == 1 else ""))
+    flat = _Features(payload.value, payload.dtype, payload.width)
+    flat.one_dimensional = shape == [-1]
+    state.values[node.output[0]] = ("features", flat)
+
+
+def _identity(node, state):
+    state.values[node.output[0]] = state.read(node, 0, ("features", "labels", "probabilities",
+                                                        "values", "zipmap"))
+
+
+def _cast(node, state):
+    role, payload = state.read(node, 0, ("features", "labels", "probabilities", "values"))
+    to = attributes(node).get("to")
+    if role == "features" and to in (_FLOAT, _DOUBLE):
+        dtype = "float32" if to == _FLOAT else "float64"
+        (value,) = state.add(OnnxCast(width=payload.width, dtype=dtype), [payload.value], node)
+        state.values[node.output[0]] = ("features", _Features(value, dtype, payload.width))
+        return
+    if role == "labels":
+        keeps = (payload.labels.dtype.kind == "i" and to == _INT64) or \
+                (payload.labels.dtype.kind != "i" and to == _STRING)
+    else:  # float32 values: float and double hold them exactly
+        keeps = to in (_FLOAT, _DOUBLE) and role != "features"
+    if not keeps:
+        refuse(node, f"a Cast of the {role} to element type", to,
+               "the type they already have (labels) or float/double (numbers)")
+    state.values[node.output[0]] = (role, payload)
+
+
+def _zipmap(node, state):
+    # features: a probability block whose labels an ArgMax lookup gives later
+    _, payload = state.read(node, 0, ("probabilities", "features"))
+    state.values[node.output[0]] = ("zipmap", payload)
+
+
+HANDLERS = {
+    (ML, "TreeEnsembleRegressor"): _tree_ensemble,
+    (ML, "TreeEnsembleClassifier"): _tree_ensemble,
+    (ML, "LinearClassifier"): _linear,
+    (ML, "LinearRegressor"): _linear,
+    (ML, "SVMClassifier"): _svm,
+    (ML, "SVMRegressor"): _svm,
+    (ML, "Scaler"): _scaler,
+    (ML, "Imputer"): _imputer,
+    (ML, "Normalizer"): _normalizer,
+    (ML, "ZipMap"): _zipmap,
+    (ML, "Binarizer"): _binarizer,
+    (ML, "FeatureVectorizer"): _concat,
+    (ML, "ArrayFeatureExtractor"): _array_feature_extractor,
+    ("", "Concat"): _concat,
+    ("", "Identity"): _identity,
+    ("", "MatMul"): _matmul,
+    ("", "Gemm"): _matmul,
+    ("", "Relu"): _relu,
+    ("", "Sigmoid"): _sigmoid,
+    ("", "Reshape"): _reshape,
+    ("", "Constant"): _constant,
+    ("", "Add"): _arithmetic,
+    ("", "Sub"): _arithmetic,
+    ("", "Mul"): _arithmetic,
+    ("", "Div"): _arithmetic,
+    ("", "Cast"): _cast,
+    ("", "ArgMax"): _argmax,
+}
+
+
+def supported_operators():
+    """(domain, op type) of every ONNX operator this frontend reads."""
+    return tuple(sorted((domain or "ai.onnx", op) for domain, op in HANDLERS))
+
+
+def _input(graph):
+    initializers = {i.name for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in initializers]
+    if len(inputs) != 1:
+        raise MissingConverter(unsupported_message(
+            "the ONNX graph", "number of inputs", len(inputs),
+            "one input tensor (several inputs or string inputs are not read yet)"))
+    value = inputs[0]
+    tensor = value.type.tensor_type
+    if tensor.elem_type not in (_FLOAT, _DOUBLE):
+        raise MissingConverter(unsupported_message(
+            "the ONNX graph", f"input {value.name!r} of element type", tensor.elem_type,
+            "float (1) or double (11) tensors"))
+    dims = tensor.shape.dim
+    if len(dims) != 2 or not dims[1].dim_value:
+        raise MissingConverter(unsupported_message(
+            "the ONNX graph", f"input {value.name!r} of shape",
+            [d.dim_value or d.dim_param or "?" for d in dims],
+            "(n, n_features) with a known n_features"))
+    return value, (np.float32 if tensor.elem_type == _FLOAT else np.float64), int(dims[1].dim_value)
+
+
+def _versions():
+    import onnx
+
+    return (("onnx", onnx.__version__),)
+
+
+def _head(result, n_features, allows_nan):
+    estimator = f"onnx.ModelProto({result.node.op_type})"
+    common = dict(estimator=estimator, n_features=n_features, allows_nan=allows_nan,
+                  library_versions=_versions())
+    if result.labels is None:
+        return Head(task="regression", methods=("predict",), squeeze_output=False, **common)
+    width = result.proba_width
+    if getattr(result, "decided_by_argmax", False):
+        return Head(task="classification", methods=("predict", "predict_proba"),
+                    classes=(result.labels,), decision_rule="argmax", **common)
+    return Head(task="classification", methods=("predict", "predict_proba"),
+                classes=(result.labels,),
+                blocks=(("proba", 0, width), ("label_index", width, width + 1)), **common)
+
+
+@register_frontend("onnx", "ModelProto")
+def from_onnx(model, options):
+    graph = model.graph
+    value, dtype, n_features = _input(graph)
+    builder = GraphBuilder(ValueType.floats(n_features))
+    state = _State(builder)
+    state.values[value.name] = ("features", _Features(INPUT, dtype, n_features))
+    from onnx import numpy_helper
+
+    for initializer in graph.initializer:
+        state.constants[initializer.name] = numpy_helper.to_array(initializer)
+    for node in graph.node:
+        handler = HANDLERS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+        if handler is None:
+            raise MissingConverter(unsupported_message(
+                "the ONNX graph", f"operator {node_label(node)}", node.op_type,
+                ", ".join(f"{d}.{o}" for d, o in supported_operators())))
+        handler(node, state)
+    outputs = []
+    for out in graph.output:
+        if out.name not in state.values:
+            raise MissingConverter(unsupported_message(
+                "the ONNX graph", "output", out.name, "outputs written by supported nodes"))
+        outputs.append(state.values[out.name])
+    if len(outputs) == 1 and outputs[0][0] == "features" and outputs[0][1].value != INPUT:
+        # a graph of plain operators (e.g. an MLP's MatMul, Add, Relu): a regressor
+        features = outputs[0][1]
+        head = Head(estimator=f"onnx.ModelProto({graph.node[-1].op_type})", task="regression",
+                    n_features=n_features, methods=("predict",),
+                    squeeze_output=getattr(features, "one_dimensional", False),
+                    allows_nan=not state.refuses_nan, library_versions=_versions())
+        return ModelIR(head=head, graph=builder.build(features.value, features.value)).validate()
+    if any(isinstance(p, _Features) and role != "features" for role, p in outputs):
+        raise MissingConverter(unsupported_message(
+            "the ONNX graph", "a ZipMap of columns no classifier's labels", "follow",
+            "ZipMap over a classifier's probabilities"))
+    models = {id(getattr(p, "model", p.node)) for role, p in outputs if role != "features"}
+    if len(models) != 1 or any(role == "features" for role, _ in outputs):
+        raise MissingConverter(unsupported_message(
+            "the ONNX graph", "number of models behind its outputs", len(models),
+            "exactly one classifier or regressor node (tree ensemble or linear model), "
+            "whose outputs are the graph's"))
+    roles = {role for role, _ in outputs}
+    result = [p for role, p in outputs if role in ("probabilities", "zipmap")] or \
+             [p for role, p in outputs]
+    result = result[0]
+    if result.labels is not None and "labels" not in roles:
+        raise MissingConverter(unsupported_message(
+            f"onnx.ModelProto({result.node.op_type})", "a classifier graph whose outputs hold "
+            "no labels", sorted(roles), "graphs returning the classifier's labels"))
+    head = _head(result, n_features, allows_nan=not state.refuses_nan)
+    return ModelIR(head=head, graph=builder.build(result.raw, result.transformed)).validate()

@@ -1,0 +1,236 @@
+"""Lowering of ``onnx_tree_scores``: the IR's own definition (``tree_scores``) run on
+Torch tensors through a Torch twin of its NumPy operations, so the program adds the
+trees in the same order and dtype and finalizes with the same float32 steps."""
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...ir.families.onnx_ops import (linear_scores, normalize, sigmoid_columns, svm_scores,
+                                     tree_scores)
+from ..ops import register_lowering
+
+__all__ = ["OnnxTreeScoresNode", "OnnxLinearNode", "OnnxNormalizerNode", "OnnxCastNode",
+           "OnnxBinarizerNode", "OnnxSigmoidNode", "OnnxSvmNode"]
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class TorchMath:
+    @staticmethod
+    def cast(x, dtype):
+        return x.to(_DTYPES[str(np.dtype(dtype))])
+
+    @staticmethod
+    def column(x, j: int):
+        return x[:, j]
+
+    @staticmethod
+    def zeros(like, dtype):
+        return torch.zeros_like(like[..., 0] if like.dim() == 2 else like,
+                                dtype=_DTYPES[str(np.dtype(dtype))])
+
+    @staticmethod
+    def full(like, value, dtype):
+        base = like[..., 0] if like.dim() == 2 else like
+        return torch.full_like(base, float(value), dtype=_DTYPES[str(np.dtype(dtype))])
+
+    @staticmethod
+    def exp32(x):
+        # float64 exp rounded to float32, as the NumPy route computes it
+        return torch.exp(x.to(torch.float64)).to(torch.float32)
+
+    @staticmethod
+    def log32(x):
+        return torch.log(x.to(torch.float64)).to(torch.float32)
+
+    @staticmethod
+    def sqrt(x):
+        # Torch's vectorized float32 sqrt is within 0.5001 ulp, not always the IEEE
+        # result; a float64 sqrt rounded to float32 is (and so is NumPy's)
+        return torch.sqrt(x.to(torch.float64)).to(x.dtype)
+
+    @staticmethod
+    def where(condition, a, b):
+        return torch.where(condition, a, b)
+
+    @staticmethod
+    def abs(x):
+        return torch.abs(x)
+
+    @staticmethod
+    def stack(columns):
+        return torch.stack(columns, dim=1)
+
+    @staticmethod
+    def floor(x):
+        return torch.floor(x)
+
+    @staticmethod
+    def constant64(value, like):
+        # a tensor constant: ONNX export keeps its float64 bits (a full_like value it
+        # rounds to float32)
+        return torch.tensor([[value]], dtype=torch.float64, device=like.device)
+
+    @staticmethod
+    def take(table, index):
+        values = torch.tensor(table, dtype=torch.float64, device=index.device)
+        return values[index.to(torch.int64)]
+
+    @staticmethod
+    def pow2(e):
+        # 2.0 ** e, exact, for integral float64 e in [-255, 127]: a product of powers of
+        # two chosen by the bits of |e| (a traced program cannot reinterpret int64 bits;
+        # the factors are tensor constants, which an ONNX export keeps in float64)
+        magnitude = torch.abs(e)
+        out = torch.ones_like(e)
+        for bit in range(8):
+            up = 2.0 ** (2 ** bit) if bit < 7 else 1.0  # e < 128: bit 7 only downwards
+            factors = torch.tensor([2.0 ** -(2 ** bit), up], dtype=torch.float64, device=e.device)
+            factor = torch.where(e < 0, factors[0], factors[1])
+            set_ = torch.remainder(torch.floor(magnitude / 2 ** bit), 2.0) == 1.0
+            out = torch.where(set_, out * factor, out)
+        return out
+
+    @staticmethod
+    def single_row(x):
+        # a tensor, so a traced or compiled program decides per call, not once
+        return (torch.ones_like(x[:, :1]).sum(dim=0, keepdim=True) == 1)
+
+
+class _Listed(list):
+    def tolist(self):
+        return list(self)
+
+
+class _PlainOp:
+    """The op's fields as Python values: a compiler tracing the program must not see
+    NumPy arrays (TorchDynamo would turn them into tensors and their lists into
+    data-dependent values)."""
+
+    def __init__(self, op):
+        import dataclasses
+
+        for field in dataclasses.fields(op):
+            value = getattr(op, field.name)
+            if isinstance(value, np.ndarray):
+                value = _Listed(value.tolist())
+            setattr(self, field.name, value)
+        for name in ("n_targets", "n_features", "output_width"):
+            if hasattr(type(op), name):
+                setattr(self, name, getattr(op, name))
+
+
+class OnnxTreeScoresNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * (op.n_trees * op.width + 4 * op.n_targets)
+
+    def forward(self, per_tree):
+        raw, transformed = tree_scores(self.op, per_tree, TorchMath)
+        return raw, transformed
+
+
+@register_lowering("onnx_tree_scores")
+def _onnx_tree_scores(op, input_dtypes, context):
+    return OnnxTreeScoresNode(op)
+
+
+class OnnxLinearNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * (op.n_features + 4 * op.n_targets)
+
+    def forward(self, x):
+        raw, transformed = linear_scores(self.op, x, TorchMath)
+        return raw, transformed
+
+
+@register_lowering("onnx_linear")
+def _onnx_linear(op, input_dtypes, context):
+    return OnnxLinearNode(op)
+
+
+class OnnxNormalizerNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * (op.width + op.passthrough)
+
+    def forward(self, x):
+        return (normalize(self.op, x, TorchMath),)
+
+
+@register_lowering("onnx_normalizer")
+def _onnx_normalizer(op, input_dtypes, context):
+    return OnnxNormalizerNode(op)
+
+
+class OnnxCastNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.dtype = _DTYPES[op.dtype]
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * op.width
+
+    def forward(self, x):
+        return (x.to(self.dtype),)
+
+
+@register_lowering("onnx_cast")
+def _onnx_cast(op, input_dtypes, context):
+    return OnnxCastNode(op)
+
+
+class OnnxBinarizerNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.register_buffer("threshold", torch.tensor([op.threshold], dtype=torch.float32))
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * op.width
+
+    def forward(self, x):
+        return ((x.to(torch.float32) > self.threshold).to(torch.float32),)
+
+
+@register_lowering("onnx_binarizer")
+def _onnx_binarizer(op, input_dtypes, context):
+    return OnnxBinarizerNode(op)
+
+
+class OnnxSigmoidNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * op.width
+
+    def forward(self, x):
+        return (sigmoid_columns(self.op, x, TorchMath),)
+
+
+@register_lowering("onnx_sigmoid")
+def _onnx_sigmoid(op, input_dtypes, context):
+    return OnnxSigmoidNode(op)
+
+
+class OnnxSvmNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        # plain Python values: a compiler must not trace NumPy calls
+        for name in ("n_classes", "n_vectors", "coefficient_rows", "vector_starts"):
+            setattr(self.op, name, getattr(op, name))
+        self.register_buffer("support_vectors", torch.from_numpy(op.support_vectors.copy()))
+        self.register_buffer("coefficients",
+                             torch.from_numpy(op.coefficients.reshape(1, -1).copy()))
+        self.estimate_bytes = lambda n_rows: 24 * n_rows * (op.n_vectors + op.n_features + 4)
+
+    def forward(self, x):
+        arrays = {"support_vectors": self.support_vectors, "coefficients": self.coefficients}
+        raw, transformed = svm_scores(self.op, x, arrays, TorchMath)
+        return raw, transformed
+
+
+@register_lowering("onnx_svm")
+def _onnx_svm(op, input_dtypes, context):
+    return OnnxSvmNode(op)

@@ -31,7 +31,21 @@ def _sklearn_class(name):
     return None
 
 
+# classes whose methods differ from the estimator API's
+_DESCRIBED = {("prophet", "Prophet"): "predict (a DataFrame: ds, trend, each component, yhat; "
+                                      "no uncertainty intervals)",
+              ("onnx", "ModelProto"): "an ONNX-ML graph (or a path to a .onnx file): predict, "
+                                      "and predict_proba for a classifier; its operators "
+                                      "are listed below"}
+
+
 def _methods(package, name):
+    if (package, name) in _DESCRIBED:
+        return _DESCRIBED[(package, name)]
+    if package == "pyspark":
+        from .frontends.spark_ml import spark_methods
+
+        return spark_methods(name)
     if package != "sklearn":
         return "as the library's own model"
     cls = _sklearn_class(name)
@@ -50,7 +64,32 @@ def markdown() -> str:
     for package, name in supported_models():
         module = _FRONTENDS[(package, name)].__module__.replace("woodstar.frontends.", "")
         lines.append(f"| {package} | `{name}` | {_methods(package, name)} | `{module}` |")
+    lines += _onnx_operators()
+    from .frontends.spark_ml import supported_notes
+
+    lines += supported_notes()
     return "\n".join(lines) + "\n"
+
+
+def _onnx_operators():
+    from .frontends.onnx_ml import supported_operators
+
+    return ["", "## ONNX-ML input", "",
+            "`woodstar.convert(onnx_model_or_path, backend)` reads these operators; any other "
+            "is refused by name, domain and node (one float or double input tensor; one "
+            "model node, or plain operators read as a regressor; PROBIT, MIN/MAX tree "
+            "aggregation and SOFTMAX over 5 classes or more in LinearClassifier are "
+            "refused; SVMClassifier/SVMRegressor read the libsvm layout skl2onnx writes for "
+            "SVC, NuSVC, SVR and NuSVR, every kernel but POLY of degree other than 2 or 3 "
+            "(`predict_proba` gives the graph's second output: decision scores), and refuse "
+            "probabilities (prob_a/prob_b), one_class and the one-vs-rest graph of a "
+            "multiclass SVC). Probabilities through float32 exp (LOGISTIC/SOFTMAX of tree "
+            "ensembles, SOFTMAX of LinearClassifier) are within 2 ulps of ONNX "
+            "Runtime's; everything else is equal to the bit. A classifier's `predict_proba` "
+            "is the plain probability matrix, also where the graph ends in ZipMap (ONNX "
+            "Runtime returns a list of dicts there).", "",
+            "| domain | operator |", "|---|---|"] + [
+        f"| {domain} | `{op}` |" for domain, op in supported_operators()]
 
 
 if __name__ == "__main__":

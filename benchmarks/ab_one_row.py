@@ -13,6 +13,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_one_row [--commit HEAD] [--rounds 6]
        [--output benchmarks/results/one_row.json]
        PYTHONPATH=. python -m benchmarks.ab_one_row --candidates
        PYTHONPATH=. python -m benchmarks.ab_one_row --conversion
+       PYTHONPATH=. python -m benchmarks.ab_one_row --small-batch [--rounds 5]
 """
 
 import argparse
@@ -219,6 +220,60 @@ def candidates(repeats):
     return rows
 
 
+# ---------------------------------------------------------------- small-batch entry
+SMALL_BATCH_LIMIT = 255  # the entry's own ceiling (c_walk.SmallBatchEntry)
+SMALL_BATCH_CELLS = [(1, np.float32), (1, np.float64), (10, np.float32), (64, np.float32),
+                     (100, np.float32), (100, np.float64), (255, np.float32)]
+
+
+def small_batch(repeats, rounds):
+    """The compiled walk's one-call small-batch entry (c_walk.SmallBatchEntry) against
+    the full Python path, in one process: the same converted model with the entry on
+    and off (its cache entry set to False, as WOODSTAR_SMALL_BATCH_ROWS=0 would leave
+    it), interleaved with ONNX Runtime, ``rounds`` times; ratios per round. The entry
+    is allowed up to SMALL_BATCH_LIMIT rows here, to find where it stops paying; float64
+    rows (rounded to float32 by the entry, by ``astype`` for ONNX Runtime) too."""
+    import torch
+
+    torch.set_num_threads(1)
+    import woodstar
+    from woodstar import container
+
+    container.SMALL_BATCH_ROWS = SMALL_BATCH_LIMIT
+
+    models = _train()
+    X_all, _ = _data(200, seed=12345)
+    X_all[3, 5] = np.nan
+    rows = []
+    for name in ("rf_100x8", "xgb_300x8", "lgbm_100x31"):
+        model = models[name]
+        on, off = woodstar.convert(model), woodstar.convert(model)
+        off._small_batch = {"float32": False, "float64": False}
+        ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model)))
+        for n, dtype in SMALL_BATCH_CELLS:
+            X = np.ascontiguousarray(X_all[:n], dtype=dtype)
+            expected = model.predict_proba(X)
+            for c in (on, off):
+                np.testing.assert_array_equal(c.predict_proba(X), expected, err_msg=name)
+            taken = on._small_batch["float32"](X) is not None
+            fns = {"entry": lambda X=X: on.predict_proba(X),
+                   "full path": lambda X=X: off.predict_proba(X),
+                   "onnxruntime": lambda X=X: ort_run(X.astype(np.float32, copy=False))}
+            per_round = [_median_ms(fns, repeats) for _ in range(rounds)]
+            row = {"model": name, "input": np.dtype(dtype).name, "rows": n,
+                   "entry_taken": taken}
+            for key in fns:
+                row[f"{key}_ms"] = round(statistics.median(r[key] for r in per_round), 4)
+            for a, b in (("entry", "full path"), ("entry", "onnxruntime"),
+                         ("full path", "onnxruntime")):
+                ratios = [r[a] / r[b] for r in per_round]
+                row[f"{a}/{b}"] = round(statistics.median(ratios), 3)
+                row[f"{a}/{b} range"] = _spread(ratios)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 # ---------------------------------------------------------------- conversion cost
 def conversion(models_path=None):
     """Where ``convert`` spends its time: the frontend (model -> IR), the lowering (IR
@@ -302,11 +357,21 @@ def main(argv=None):
     parser.add_argument("--models")
     parser.add_argument("--candidates", action="store_true",
                         help="time the candidates (compiled dot product, native entry point)")
+    parser.add_argument("--small-batch", action="store_true",
+                        help="time the small-batch native entry against the full path")
     parser.add_argument("--conversion", action="store_true",
                         help="time convert's parts (frontend, lowering, compile)")
     args = parser.parse_args(argv)
     if args.child:
         return child(args.models, args.repeats)
+    if args.small_batch:
+        rows = small_batch(args.repeats * 3, args.rounds)
+        output = ROOT / "benchmarks/results/one_row_native.json"
+        output.write_text(json.dumps({
+            "date": time.strftime("%Y-%m-%d"), "threads": 1, "rounds": args.rounds,
+            "entry_rows_allowed": SMALL_BATCH_LIMIT,
+            "calls_per_cell_per_round": args.repeats * 3, "rows": rows}, indent=1) + "\n")
+        return print(f"wrote {output}")
     if args.candidates or args.conversion:
         key = "candidates" if args.candidates else "conversion"
         rows = candidates(args.repeats * 10) if args.candidates else conversion(args.models)

@@ -250,6 +250,8 @@ def feature_matrix_function(head: Head, schema, source_precision="float64"):
             _check_finite(X, head, source_precision)
         return X
 
+    # What a native small-batch entry must check in its place (container.py).
+    run.plain, run.refuse_nan, run.refuse_inf = plain, not head.allows_nan, not head.allows_inf
     return run
 
 

@@ -7,6 +7,7 @@ Programs are built when a call first needs them.
 """
 
 import math
+import os
 
 import numpy as np
 import torch
@@ -19,6 +20,11 @@ from .lowering import choose_strategy, lower_model
 from .runtimes import NumpyGraph, tree_runtime
 
 __all__ = ["ConvertedModel", "make_container"]
+
+# Calls of up to this many NumPy rows on the compiled walk take its one native call
+# (runtimes/c_walk.py, SmallBatchEntry; its own ceiling is 255 rows, up to which it was
+# measured to pay); 0 turns it off. Read once, for A/B timing.
+SMALL_BATCH_ROWS = int(os.environ.get("WOODSTAR_SMALL_BATCH_ROWS", "255"))
 
 
 class ConvertedModel:
@@ -60,6 +66,7 @@ class ConvertedModel:
         self._options = options
         self._batch_rows = {}  # (route, precision) -> rows per batch
         self._precision_by_dtype = {}  # a NumPy input's dtype -> precision_for's answer
+        self._small_batch = {}  # precision -> SmallBatchEntry, or False where none applies
 
     # ---------------------------------------------------------------- programs
     def _default_precision(self):
@@ -127,6 +134,7 @@ class ConvertedModel:
         self.device = device
         self._routes = plan.choose_routes(self.ir, self.backend, device.type, self.options)
         self._batch_rows = {}
+        self._small_batch = {}
         return self
 
     def save(self, path):
@@ -172,11 +180,40 @@ class ConvertedModel:
             return precision
         return plan.precision_for(self.ir, self._options, X)
 
+    def _small_batch_entry(self, precision):
+        """The compiled walk's one-call entry for small NumPy batches at ``precision``,
+        or False: only for calls that would run on the walk alone, in one batch, on
+        input that needs no encoding."""
+        entry = False
+        to_features, routes = self._to_features, self._routes
+        rows = min(SMALL_BATCH_ROWS, routes.cpu_rows)
+        if rows > 0 and self.device.type == "cpu" and to_features.plain \
+                and routes.for_rows(1) == "c-walk" \
+                and (rows == 1 or routes.for_rows(2) == "c-walk"):
+            rows = min(rows, self._rows_per_batch("c-walk", precision))
+            walk = getattr(self._cpu_runner("c-walk", precision), "program", None)
+            from .runtimes.c_walk import CTreeWalk, SmallBatchEntry
+
+            if type(walk) is CTreeWalk and not walk.round_to_float32:
+                entry = SmallBatchEntry(walk, rows, to_features.refuse_nan,
+                                        to_features.refuse_inf, self.ir.input_precision)
+        self._small_batch[precision] = entry
+        return entry
+
     def _run(self, X):
         """(raw scores, transformed scores) as NumPy arrays of the route's dtype."""
         precision = self._precision(X)
-        X = self._to_features(X, precision)
-        raw, transformed = self._run_rows(X, precision)
+        result = None
+        if type(X) is np.ndarray and X.ndim == 2:
+            entry = self._small_batch.get(precision)
+            if entry is None:
+                entry = self._small_batch_entry(precision)
+            if entry:
+                result = entry(X)  # None: not a batch it takes; the full path below
+        if result is None:
+            X = self._to_features(X, precision)
+            result = self._run_rows(X, precision)
+        raw, transformed = result
         if self._nan_scores_error and np.isnan(raw).any():
             raise ValueError(f"{self.ir.head.estimator}: {self._nan_scores_error}.")
         if self._scores_must_be_finite and not _all_finite(raw):

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define ROW_BLOCK 64
 #define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
@@ -324,8 +325,155 @@ void woodstar_xgb_link(int64_t kind, const float *z, int64_t n_rows, int64_t n_o
     }
 }
 
+/* One call for a small batch (c_walk.py, SmallBatchEntry): the finiteness check the
+ * container's input check makes, the walk, the mean and base score CpuRoute.raw applies
+ * and the links it would apply in NumPy, in the same order and arithmetic:
+ *   POST_NONE      raw scores only (the caller applies the link)
+ *   POST_IDENTITY  z = raw * scale (scale 1: raw itself)
+ *   POST_SIGMOID   1 / (1 + exp(-z)), scipy's expit formula (libm's exp, as it calls it)
+ *   POST_SIGMOID_BINARY, POST_IDENTITY_BINARY   (1 - p, p) of the first column
+ *   POST_XGB + k   a float32 sum's XGBoost link (k: XGB_* above, XGB_IDENTITY,
+ *                  XGB_SIGMOID_BINARY, XGB_IDENTITY_BINARY), in float32 as c_walk.py
+ * Rows of double for a float walk (x_f64 set, rows_f64 not) are rounded to float first,
+ * as NumPy's astype rounds them (to nearest; beyond float's range, infinity), and the
+ * check reads the rounded values, as the container's check does after its conversion.
+ * Returns -1, or the flat index of the first value the check refuses (nothing is
+ * written then; the caller's own check words the error); -2 if memory ran out. */
+#define POST_NONE 0
+#define POST_IDENTITY 1
+#define POST_SIGMOID 2
+#define POST_SIGMOID_BINARY 3
+#define POST_IDENTITY_BINARY 4
+#define POST_XGB 16
+#define XGB_IDENTITY 3
+#define XGB_SIGMOID_BINARY 4
+#define XGB_IDENTITY_BINARY 5
+#define CHECK_NAN 1
+#define CHECK_RANGE 2
+#define SMALL_BATCH_ROWS 256  /* the float32 sums' scratch; c_walk.py keeps below it */
+#define ROUNDED_ON_STACK 4096  /* values of double rows rounded to float without malloc */
+
+typedef struct {
+    const model *m;
+    int64_t rows_f64;     /* the rows are double (else float) */
+    int64_t check;        /* CHECK_NAN | CHECK_RANGE */
+    double limit;         /* |x| above it is refused under CHECK_RANGE */
+    int64_t mean_trees;   /* divide the sums by it; 0: a sum */
+    const double *base;   /* added after the mean; NULL: nothing to add */
+    int64_t post;
+    double scale;
+    int64_t width;        /* columns of transformed */
+} predict_spec;
+
+static inline double expit(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows, double *raw,
+                            double *transformed);
+
+int64_t woodstar_predict(const predict_spec *s, const void *x, int64_t x_f64, int64_t n_rows,
+                         double *raw, double *transformed)
+{
+    if (!x_f64 || s->rows_f64)
+        return predict_rows(s, x, n_rows, raw, transformed);
+    const int64_t n = n_rows * s->m->n_cols;
+    float stack[ROUNDED_ON_STACK];
+    float *rounded = n > ROUNDED_ON_STACK ? (float *)malloc((size_t)n * sizeof(float)) : stack;
+    if (!rounded) return -2;
+    for (int64_t i = 0; i < n; ++i)
+        rounded[i] = (float)((const double *)x)[i];
+    const int64_t result = predict_rows(s, rounded, n_rows, raw, transformed);
+    if (rounded != stack) free(rounded);
+    return result;
+}
+
+static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows, double *raw,
+                            double *transformed)
+{
+    const model *m = s->m;
+    const int64_t n_out = m->n_out, n = n_rows * m->n_cols;
+    if (s->check) {
+        for (int64_t i = 0; i < n; ++i) {
+            const double v = s->rows_f64 ? ((const double *)x)[i] : (double)((const float *)x)[i];
+            if (v != v) {
+                if (s->check & CHECK_NAN) return i;
+            } else if ((s->check & CHECK_RANGE) && !(fabs(v) <= s->limit)) {
+                return i;
+            }
+        }
+    }
+    void (*walk)(const model *, const char *, int64_t, char *) =
+        s->rows_f64 ? woodstar_walk_f64_range : woodstar_walk_f32_range;
+    if (m->sum32) {
+        float sums[SMALL_BATCH_ROWS * 4], *acc = sums;
+        float link[SMALL_BATCH_ROWS * 4], *z = link;
+        const int64_t cells = n_rows * n_out;
+        if (cells > SMALL_BATCH_ROWS * 4) {  /* many outputs: the heap */
+            acc = (float *)calloc((size_t)cells * 2, sizeof(float));
+            if (!acc) return -2;
+            z = acc + cells;
+        } else {
+            for (int64_t i = 0; i < cells; ++i) acc[i] = 0.0f;
+        }
+        walk(m, (const char *)x, n_rows, (char *)acc);
+        if (s->base)  /* float32 += float64 in NumPy: the double sum, rounded to float */
+            for (int64_t r = 0; r < n_rows; ++r)
+                for (int64_t k = 0; k < n_out; ++k)
+                    acc[r * n_out + k] = (float)((double)acc[r * n_out + k] + s->base[k]);
+        for (int64_t i = 0; i < cells; ++i) raw[i] = (double)acc[i];
+        const int64_t kind = s->post - POST_XGB;
+        if (kind == XGB_SIGMOID || kind == XGB_SOFTMAX || kind == XGB_EXP) {
+            woodstar_xgb_link(kind, acc, n_rows, n_out, z);
+            for (int64_t i = 0; i < cells; ++i) transformed[i] = (double)z[i];
+        } else if (kind == XGB_IDENTITY) {
+            for (int64_t i = 0; i < cells; ++i) transformed[i] = (double)acc[i];
+        } else if (kind == XGB_SIGMOID_BINARY || kind == XGB_IDENTITY_BINARY) {
+            for (int64_t r = 0; r < n_rows; ++r) {
+                float p = acc[r * n_out];
+                if (kind == XGB_SIGMOID_BINARY) woodstar_xgb_link(XGB_SIGMOID, &p, 1, 1, &p);
+                transformed[2 * r] = (double)(1.0f - p);
+                transformed[2 * r + 1] = (double)p;
+            }
+        }
+        if (acc != sums) free(acc);
+        return -1;
+    }
+    const int64_t cells = n_rows * n_out;
+    for (int64_t i = 0; i < cells; ++i) raw[i] = 0.0;
+    walk(m, (const char *)x, n_rows, (char *)raw);
+    if (s->mean_trees)
+        for (int64_t i = 0; i < cells; ++i) raw[i] /= (double)s->mean_trees;
+    if (s->base)
+        for (int64_t r = 0; r < n_rows; ++r)
+            for (int64_t k = 0; k < n_out; ++k)
+                raw[r * n_out + k] += s->base[k];
+    const double scale = s->scale;
+    switch (s->post) {
+    case POST_IDENTITY:
+        for (int64_t i = 0; i < cells; ++i)
+            transformed[i] = scale != 1.0 ? raw[i] * scale : raw[i];
+        break;
+    case POST_SIGMOID:
+        for (int64_t i = 0; i < cells; ++i)
+            transformed[i] = expit(scale != 1.0 ? raw[i] * scale : raw[i]);
+        break;
+    case POST_SIGMOID_BINARY:
+    case POST_IDENTITY_BINARY:
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const double z0 = scale != 1.0 ? raw[r * n_out] * scale : raw[r * n_out];
+            const double p = s->post == POST_SIGMOID_BINARY ? expit(z0) : z0;
+            transformed[2 * r] = 1.0 - p;
+            transformed[2 * r + 1] = p;
+        }
+        break;
+    default:
+        break;
+    }
+    return -1;
+}
+
 /* The layouts the Python side must match, checked when the library is loaded. */
 int64_t woodstar_layout(void)
 {
-    return (int64_t)sizeof(node32) * 1000000 + (int64_t)sizeof(node64) * 1000 + (int64_t)sizeof(model);
+    return (int64_t)sizeof(node32) * 1000000 + (int64_t)sizeof(node64) * 1000
+           + (int64_t)sizeof(model) + (int64_t)sizeof(predict_spec) * 1000000000;
 }

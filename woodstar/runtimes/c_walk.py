@@ -14,6 +14,10 @@ XGBoost's to the bit (the other routes sum in double). The build is cached
 under ``$WOODSTAR_CACHE_DIR`` (default ``~/.cache/woodstar``), keyed by the source's
 hash and the compiler command; without a compiler, or if the build fails, ``available``
 says why and the container uses the next route.
+
+Small NumPy batches skip the Python path altogether: ``SmallBatchEntry`` makes the
+input check, the walk, the mean, the base score and the link in one native call
+(``woodstar_predict``), with the same answers and, through the full path, the same errors.
 """
 
 import ctypes
@@ -29,13 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ir.transforms import apply_post_transform
+from ..ir.transforms import apply_post_transform, transformed_width
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
 from ..lowering.trees._layout import sibling_adjacent_layout
 
-__all__ = ["CTreeWalk", "available", "unavailable_reason"]
+__all__ = ["CTreeWalk", "SmallBatchEntry", "available", "unavailable_reason"]
 
 SOURCE = Path(__file__).with_name("c_walk.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread")
@@ -60,6 +64,14 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("cat_start", ctypes.c_void_p), ("cat_size", ctypes.c_void_p),
                 ("cat_bits", ctypes.c_void_p), ("has_categorical", ctypes.c_int64),
                 ("cat_rule", ctypes.c_int64)]
+
+
+class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
+    _fields_ = [("m", ctypes.c_void_p), ("rows_f64", ctypes.c_int64),
+                ("check", ctypes.c_int64), ("limit", ctypes.c_double),
+                ("mean_trees", ctypes.c_int64), ("base", ctypes.c_void_p),
+                ("post", ctypes.c_int64), ("scale", ctypes.c_double),
+                ("width", ctypes.c_int64)]
 
 
 _state = {}  # "lib" or "reason", once per process
@@ -126,7 +138,8 @@ def _load_once():
     try:
         lib = ctypes.CDLL(str(_build(compiler)))
         layout = (NODE_DTYPES["float32"].itemsize * 1000000
-                  + NODE_DTYPES["float64"].itemsize * 1000 + ctypes.sizeof(_Model))
+                  + NODE_DTYPES["float64"].itemsize * 1000 + ctypes.sizeof(_Model)
+                  + ctypes.sizeof(_PredictSpec) * 1000000000)
         lib.woodstar_layout.restype = ctypes.c_int64
         if lib.woodstar_layout() != layout:
             raise RuntimeError("the C structures differ from the Python side")
@@ -138,6 +151,9 @@ def _load_once():
         fn.restype = ctypes.c_int64
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                        ctypes.c_int64]
+    lib.woodstar_predict.restype = ctypes.c_int64
+    lib.woodstar_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                     ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
     lib.woodstar_xgb_link.restype = None
     lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_void_p]
@@ -286,3 +302,88 @@ def _xgb_transform(name: str, raw: np.ndarray) -> np.ndarray:
     if name == "identity":
         return raw
     raise ValueError(f"post_transform {name!r} has no float32 form")
+
+
+# POST_* and XGB_* in c_walk.c: the links woodstar_predict applies itself (bit for bit
+# those of CpuRoute.__call__ and CTreeWalk.__call__); any other is applied in NumPy.
+_POST_CODES = {"identity": 1, "sigmoid": 2, "sigmoid_binary": 3, "identity_binary": 4}
+_POST_XGB = 16
+_XGB_POST_CODES = {"sigmoid": 0, "softmax": 1, "exp": 2, "identity": 3, "sigmoid_binary": 4,
+                   "identity_binary": 5}
+_CHECK_NAN, _CHECK_RANGE = 1, 2
+_MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+
+
+class SmallBatchEntry:
+    """A compiled walk's small batches in one native call: the input's finiteness check
+    (as ``_input.feature_matrix_function`` makes it), the walk, the mean, the base score
+    and the link, with the answers of ``walk(X)`` to the bit.
+
+    ``entry(X)`` takes a C-contiguous array of the walk's dtype (or float64 rows for a
+    float32 walk, rounded in C as NumPy's astype rounds them), ``n_features`` wide, of
+    1 to ``max_rows`` rows, and returns ``(raw, transformed)`` as float64; it returns
+    None for anything else, and for rows the check refuses, so that the caller's full
+    path handles them (and words its errors) as before. ``max_rows`` stays below the
+    size at which the walk would split rows over threads."""
+
+    def __init__(self, walk: CTreeWalk, max_rows: int, refuse_nan: bool, refuse_inf: bool,
+                 source_precision: str):
+        if walk.round_to_float32:
+            raise ValueError("a float64 walk of a float32 model rounds its rows first")
+        self._walk = walk
+        self.dtype = walk.dtype
+        self._float64 = np.dtype(np.float64)
+        self._rounds_rows = self.dtype == np.float32  # float64 rows: rounded in C
+        self.n_features = walk.n_features
+        rows_by_threads = walk.parallel_min_steps // walk.steps_per_row \
+            if walk.n_threads > 1 else max_rows
+        self.max_rows = max(0, min(int(max_rows), rows_by_threads, 255))
+        self.n_outputs = walk.n_outputs
+        if walk.sum32:
+            if walk.mean:
+                raise ValueError("a float32 sum is never a mean")
+            xgb = walk.post_transform_scale == 1.0 and walk.post_transform in _XGB_POST_CODES
+            post = _POST_XGB + _XGB_POST_CODES[walk.post_transform] if xgb else 0
+        else:
+            post = _POST_CODES.get(walk.post_transform, 0)
+        self._numpy_link = post == 0  # the raw scores from C, the link from NumPy
+        self.width = self.n_outputs if self._numpy_link else transformed_width(
+            walk.post_transform, self.n_outputs)
+        self._base = np.ascontiguousarray(walk.base_score, dtype=np.float64)
+        check = (_CHECK_NAN if refuse_nan else 0) | (_CHECK_RANGE if refuse_inf else 0)
+        self._spec = _PredictSpec(walk._model_address, int(walk.dtype == np.float64), check,
+                                  _MAX[str(np.dtype(source_precision))],
+                                  walk.n_trees if walk.mean else 0,
+                                  _address(self._base) if walk.add_base else None,
+                                  post, float(walk.post_transform_scale), self.width)
+        self._spec_address = ctypes.addressof(self._spec)
+        self._predict = _load().woodstar_predict
+        self._cells = self.n_outputs + (0 if self._numpy_link else self.width)
+
+    def __call__(self, X: np.ndarray):
+        n = X.shape[0]
+        dtype = X.dtype
+        if not (0 < n <= self.max_rows and X.shape[1] == self.n_features
+                and (dtype == self.dtype or dtype == self._float64 and self._rounds_rows)
+                and X.flags.c_contiguous):
+            return None
+        # One allocation for both results (each a contiguous block of it).
+        out = np.empty(n * self._cells)
+        split = n * self.n_outputs
+        address = _address(out)
+        if self._predict(self._spec_address, _address(X), dtype == self._float64, n, address,
+                         address + 8 * split) != -1:
+            return None
+        raw = out[:split].reshape(n, self.n_outputs)
+        if self._numpy_link:
+            return self._walk_link(raw)
+        return raw, out[split:].reshape(n, self.width)
+
+    def _walk_link(self, raw):
+        """The link CTreeWalk.__call__ would apply to these raw scores."""
+        walk = self._walk
+        if walk.sum32 and walk.post_transform_scale == 1.0 \
+                and walk.post_transform in _XGB_TRANSFORMS:
+            z = raw.astype(np.float32)  # the float32 margins, exactly
+            return raw, _xgb_transform(walk.post_transform, z).astype(np.float64)
+        return raw, apply_post_transform(walk.post_transform, raw, walk.post_transform_scale)

@@ -18,6 +18,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import types
 
@@ -93,14 +94,22 @@ class CompiledRunner(Runner):
         return CompiledRunner(self.module, self.options, device)
 
 
+def _inductor_cxx():
+    """The compiler name in Inductor's ``config.cpp.cxx``. Importing Inductor takes
+    seconds, so unless it is loaded already (its config may have been changed) this is
+    its default, read the same way: ``$CXX``, else clang++ on macOS and g++ elsewhere."""
+    config = sys.modules.get("torch._inductor.config")
+    if config is None:
+        return os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++")
+    try:
+        return config.cpp.cxx[-1] if isinstance(config.cpp.cxx, tuple) else config.cpp.cxx
+    except Exception:  # noqa: BLE001  (an internal moved: fall back to the usual name)
+        return "g++"
+
+
 def c_compiler():
     """The C++ compiler Inductor would use, or None."""
-    try:
-        from torch._inductor import config
-
-        cxx = config.cpp.cxx[-1] if isinstance(config.cpp.cxx, tuple) else config.cpp.cxx
-    except Exception:  # noqa: BLE001  (an internal moved: fall back to the usual name)
-        cxx = "g++"
+    cxx = _inductor_cxx()
     for name in (cxx, "g++", "c++", "clang++"):
         if name and shutil.which(name):
             return shutil.which(name)

@@ -360,13 +360,21 @@ class OnnxBackend:
 
     @staticmethod
     def details():
-        """For ``woodstar backends``: versions and ONNX Runtime's providers."""
+        """For ``woodstar backends``: versions and ONNX Runtime's providers (onnxscript's
+        version from its package metadata: importing it takes about a second)."""
+        from importlib.metadata import PackageNotFoundError, version
+
         import onnx
         import onnxruntime as ort
-        import onnxscript
 
+        try:
+            onnxscript_version = version("onnxscript")
+        except PackageNotFoundError:  # installed without metadata
+            import onnxscript
+
+            onnxscript_version = onnxscript.__version__
         return {"onnx": onnx.__version__, "onnxruntime": ort.__version__,
-                "onnxscript": onnxscript.__version__,
+                "onnxscript": onnxscript_version,
                 "providers": list(ort.get_available_providers())}
 
     @staticmethod

@@ -239,18 +239,17 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     base = _margin(base, link).astype(np.float64)
     missing = float(missing)
     has_range = not np.isnan(missing)
-    if learner["gradient_booster"]["name"] == "gblinear":
-        ensemble = _gblinear(learner["gradient_booster"]["model"], n_features, n_outputs, base,
-                             has_range, estimator)
-    else:
-        ensemble = _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations,
-                                  estimator, inplace=kind != "booster")
     transform = OBJECTIVES[objective][1]
     if kind == "classifier" and n_outputs == 1:
         transform = _BINARY_PROBA[transform]
     elif kind == "classifier" and transform == "argmax":
         transform = "softmax"  # XGBClassifier reports softmax probabilities here too
-    ensemble = ensemble.replace(post_transform=transform).validate()
+    if learner["gradient_booster"]["name"] == "gblinear":
+        ensemble = _gblinear(learner["gradient_booster"]["model"], n_features, n_outputs, base,
+                             has_range, estimator, transform)
+    else:
+        ensemble = _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations,
+                                  estimator, transform, inplace=kind != "booster")
     names = learner.get("feature_names") or None
     common = dict(estimator=estimator, n_features=n_features,
                   feature_names=tuple(names) if names else None, library_versions=_versions())
@@ -268,7 +267,7 @@ def ir_from_json(model_json, estimator, kind, missing=np.nan, n_iterations=None,
     return chain(head, ensemble=ensemble, schema=schema).validate()
 
 
-def _gblinear(model, n_features, n_outputs, base, has_range, owner):
+def _gblinear(model, n_features, n_outputs, base, has_range, owner, transform):
     """One single-leaf tree per output whose leaf is the linear model: XGBoost adds
     ``bias + sum w * x`` over the present features (a missing one is skipped)."""
     if has_range:
@@ -286,11 +285,12 @@ def _gblinear(model, n_features, n_outputs, base, has_range, owner):
         builder.add_tree(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
                          leaf_value=[0.0], output_start=k, linear={0: terms})
     return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base,
-                         input_precision="float32", linear_missing="skip")
+                         input_precision="float32", linear_missing="skip",
+                         post_transform=transform)
 
 
 def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, estimator,
-                   inplace):
+                   transform, inplace):
     """``inplace``: the sklearn wrapper's ``inplace_predict`` arithmetic for DART trees
     (a raw Booster's ``predict(DMatrix)`` otherwise)."""
     has_range = not np.isnan(missing)
@@ -307,7 +307,7 @@ def _tree_ensemble(learner, n_features, n_outputs, base, missing, n_iterations, 
         _add_tree(builder, tree, start, width, float(weight), has_range,
                   np.float32(base[start]) if inplace else None)
     fields = dict(input_precision="float32", categorical_rule="nonnegative",
-                  sum_precision="float32")
+                  sum_precision="float32", post_transform=transform)
     if has_range:
         fields["missing_range"] = (missing, missing)
     return builder.build(n_features=n_features, n_outputs=n_outputs, base_score=base, **fields)

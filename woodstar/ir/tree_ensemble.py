@@ -48,6 +48,7 @@ order from 0, divides by the number of trees, then adds ``base_score``.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +105,17 @@ _ARRAY_DTYPES = {
     "linear_coef": np.float64,
 }
 _NO_RANGE = (np.nan, np.nan)
+# The ensembles whose validate() succeeded (weakly held: ops hash by identity).
+_VALIDATED = weakref.WeakSet()
+
+
+def _views_other_memory(value: np.ndarray) -> bool:
+    """Whether ``value`` is a view of memory that stays writeable elsewhere (not a view
+    of a frozen array that owns its data, as another ensemble's arrays are)."""
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root is not value and (root.base is not None or root.flags.writeable)
 
 
 @register_op
@@ -158,6 +170,10 @@ class TreeEnsemble(Op):
                 object.__setattr__(self, name, np.zeros(0))
         for name, dtype in _ARRAY_DTYPES.items():
             value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            if _views_other_memory(value):
+                # That memory could change after validate(), whose success is
+                # remembered: keep a copy. An array of its own is only frozen.
+                value = value.copy()
             value.flags.writeable = False
             object.__setattr__(self, name, value)
         if self.leaf_value.ndim == 1:
@@ -205,6 +221,8 @@ class TreeEnsemble(Op):
 
     def tree_depths(self) -> np.ndarray:
         """Depth of each tree (a single leaf has depth 0)."""
+        if self in _VALIDATED:  # children inside their tree, after their parent
+            return self._validated_tree_depths()
         depths = np.zeros(self.n_trees, dtype=np.int64)
         for t in range(self.n_trees):
             start, stop = self.tree_offsets[t], self.tree_offsets[t + 1]
@@ -217,6 +235,20 @@ class TreeEnsemble(Op):
                     node_depth[right[n]] = node_depth[n] + 1
             depths[t] = node_depth.max(initial=0)
         return depths
+
+    def _validated_tree_depths(self) -> np.ndarray:
+        """``tree_depths`` one level at a time over all trees together."""
+        start = np.repeat(self.tree_offsets[:-1], np.diff(self.tree_offsets))
+        internal = self.left >= 0
+        left, right = start + self.left, start + self.right
+        node_depth = np.zeros(self.n_nodes, dtype=np.int64)
+        level, depth = self.tree_offsets[:-1], 0
+        while level.size:
+            level = level[internal[level]]
+            depth += 1
+            level = np.concatenate([left[level], right[level]])
+            node_depth[level] = depth
+        return np.maximum.reduceat(node_depth, self.tree_offsets[:-1])
 
     def replace(self, **changes) -> "TreeEnsemble":
         return dataclasses.replace(self, **changes)
@@ -246,7 +278,19 @@ class TreeEnsemble(Op):
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "TreeEnsemble":
-        """Check every invariant; the error names the tree and node at fault."""
+        """Check every invariant; the error names the tree and node at fault. A success
+        is remembered on this instance while its arrays are read-only (the constructor
+        freezes them and copies views of writeable memory), so the frontend, the builders
+        and the graph checks share one validation; a new instance (``replace``,
+        ``from_saved``, unpickling) is checked again."""
+        if self in _VALIDATED:
+            return self
+        self._validate()
+        if not any(getattr(self, name).flags.writeable for name in _ARRAY_DTYPES):
+            _VALIDATED.add(self)
+        return self
+
+    def _validate(self) -> None:
         n_nodes = self.n_nodes
         for name in ("threshold", "comparison", "left", "right", "default_left",
                      "is_categorical", "cat_bitset_start", "cat_bitset_size", "missing_in_range",
@@ -300,9 +344,8 @@ class TreeEnsemble(Op):
             raise InvalidModelError(
                 f"TreeEnsemble: tree {t} writes outputs {self.tree_output_start[t]}.."
                 f"{self.tree_output_start[t] + self.leaf_width - 1} beyond n_outputs={self.n_outputs}")
-        for t in range(self.n_trees):
+        for t in self._suspect_trees():
             self._validate_tree(t)
-        return self
 
     def _validate_linear(self) -> None:
         if self.linear_missing not in LINEAR_MISSING:
@@ -329,6 +372,36 @@ class TreeEnsemble(Op):
                 f"TreeEnsemble: linear features must lie in -1..{self.n_features - 1}")
         if not np.all(np.isfinite(self.linear_coef)):
             raise InvalidModelError("TreeEnsemble: a linear coefficient is not finite")
+
+    def _suspect_trees(self) -> np.ndarray:
+        """The trees that break a rule of ``_validate_tree``, checked for all nodes at
+        once; ``_validate_tree`` then words the error of the first one. Exactly its
+        rules, so a tree it would refuse is always among these."""
+        sizes = np.diff(self.tree_offsets)
+        tree_of = np.repeat(np.arange(self.n_trees), sizes)
+        start = self.tree_offsets[:-1][tree_of]
+        size = sizes[tree_of]
+        local = np.arange(self.n_nodes) - start
+        left, right, feature = self.left, self.right, self.feature
+        internal = left >= 0
+        numerical = internal & ~self.is_categorical
+        categorical = internal & self.is_categorical
+        bit_stop = self.cat_bitset_start + self.cat_bitset_size
+        bad = internal != (right >= 0)
+        bad |= internal & ((left >= size) | (right >= size))
+        bad |= internal & ((left <= local) | (right <= local))
+        bad |= internal & ((feature < 0) | (feature >= self.n_features))
+        bad |= numerical & np.isnan(self.threshold)
+        bad |= numerical & (self.comparison > LT)
+        bad |= ~internal & np.any(~np.isfinite(self.leaf_value), axis=1)
+        bad |= categorical & ((self.cat_bitset_start < 0) | (bit_stop > len(self.cat_bitsets)))
+        # Parents counted over the children that lie inside their tree (a tree with
+        # another child is already suspect above).
+        linked = internal & (right >= 0) & (left < size) & (right < size)
+        parents = (np.bincount((start + left)[linked], minlength=self.n_nodes)
+                   + np.bincount((start + right)[linked], minlength=self.n_nodes))
+        bad |= parents != np.where(local == 0, 0, 1)
+        return np.unique(tree_of[bad])
 
     def _validate_tree(self, t: int) -> None:
         start, stop = int(self.tree_offsets[t]), int(self.tree_offsets[t + 1])

@@ -83,9 +83,12 @@ def _onnx_operators():
             "SVC, NuSVC, SVR and NuSVR, every kernel but POLY of degree other than 2 or 3 "
             "(`predict_proba` gives the graph's second output: decision scores), and refuse "
             "probabilities (prob_a/prob_b), one_class and the one-vs-rest graph of a "
-            "multiclass SVC). Probabilities through float32 exp (LOGISTIC/SOFTMAX of tree "
-            "ensembles, SOFTMAX of LinearClassifier) are within 2 ulps of ONNX "
-            "Runtime's; everything else is equal to the bit. A classifier's `predict_proba` "
+            "multiclass SVC; the opset-5 TreeEnsemble reads post_transform numbers as ONNX "
+            "Runtime does, 1 LOGISTIC and 2 SOFTMAX, only NONE on a double input, and "
+            "BRANCH_MEMBER members 0..65535, sets of one kind per graph). Every output is "
+            "equal to ONNX Runtime's to the bit, one-row calls included: MLAS's SGEMM with "
+            "its one-row kernel and K slices, and glibc's expf behind LOGISTIC, SOFTMAX and "
+            "SOFTMAX_ZERO, are mirrored operation by operation. A classifier's `predict_proba` "
             "is the plain probability matrix, also where the graph ends in ZipMap (ONNX "
             "Runtime returns a list of dicts there).", "",
             "| domain | operator |", "|---|---|"] + [

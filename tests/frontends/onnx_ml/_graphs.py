@@ -109,3 +109,20 @@ def ulps(a, b):
     ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     return np.where(same, 0, np.abs(ia - ib))
+
+
+def assert_calls_match(model, X, containers):
+    """Every row alone, pairs of rows and the whole batch: each call's outputs equal
+    ONNX Runtime's bit for bit (MLAS takes another kernel for a single row)."""
+    ort = session(model)
+    name = model.graph.input[0].name
+    calls = [X[i:i + 1] for i in range(len(X))] + [X[i:i + 2] for i in range(0, len(X), 2)] + [X]
+    for rows in calls:
+        expected = ort.run(None, {name: rows})
+        for container in containers:
+            if len(expected) == 2:
+                np.testing.assert_array_equal(container.predict(rows), expected[0])
+                np.testing.assert_array_equal(container.predict_proba(rows), expected[1])
+            else:
+                got = container.predict(rows)
+                np.testing.assert_array_equal(got, expected[0].reshape(got.shape))

@@ -38,10 +38,10 @@ def _params():
 def test_onnx_graphs_on_compiling_backends(rng, backend_name):
     trees = random_tree_graph(rng, classifier=True, n_targets=3, post_transform="SOFTMAX",
                               base_values=[0.1, -0.2, 0.3], n_trees=4)
-    check(trees, grid_rows(rng, 200, 4), backend_name, exact=False)
+    check(trees, grid_rows(rng, 200, 4), backend_name)
     before = [("Scaler", dict(offset=[0.1], scale=[2.0])), ("Normalizer", dict(norm="L2"))]
     linear = linear_graph(rng, before=before, post="LOGISTIC")
-    check(linear, _rows(rng, 200, 5), backend_name, exact=True)
+    check(linear, _rows(rng, 200, 5), backend_name)
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -57,4 +57,4 @@ def test_svm_graphs_on_compiling_backends(rng, backend_name):
                   SVC(kernel="sigmoid", gamma=0.1, coef0=0.2).fit(X, y > 0)):
         graph = skl2onnx.to_onnx(model, X[:1], target_opset=opset,
                                  options={"zipmap": False} if hasattr(model, "classes_") else None)
-        check(graph, _rows(rng, 200, 5, nan=0.02), backend_name, exact=True)
+        check(graph, _rows(rng, 200, 5, nan=0.02), backend_name)

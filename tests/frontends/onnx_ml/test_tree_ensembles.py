@@ -2,13 +2,10 @@
 graphs (every node mode, post-transform, base-value layout, label kind) and the
 graphs skl2onnx and onnxmltools write for scikit-learn, LightGBM and XGBoost models.
 
-Sums and labels are ONNX Runtime's to the bit (single-threaded session: the order
-the kernel adds trees in on one thread). Post-transforms other than NONE go through
-float32 ``exp``/``log``, which woodstar rounds from float64 while ONNX Runtime calls
-the C library's ``expf``/``logf`` (within 0.502 ulp): they may differ by an ulp, so
-those probabilities are held to 2 ulps (the softmax divides by a sum of such values)
-or, where the kernel computes ``1 - v`` (LOGISTIC of a negative score), to one float32
-epsilon absolute; everything else to 0. PROBIT is refused (see test_probit_is_refused).
+Sums, labels and probabilities are ONNX Runtime's to the bit (single-threaded
+session: the order the kernel adds trees in on one thread; LOGISTIC, SOFTMAX and
+SOFTMAX_ZERO through glibc's ``expf``, mirrored operation by operation). PROBIT is
+refused (see test_probit_is_refused).
 """
 
 import numpy as np
@@ -17,7 +14,7 @@ import pytest
 import woodstar
 from woodstar.exceptions import MissingConverter
 
-from ._graphs import grid_rows, random_tree_graph, session, ulps
+from ._graphs import grid_rows, random_tree_graph, session
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -44,7 +41,7 @@ def _plain_proba(probabilities):
     return probabilities
 
 
-def check(model, X, backend, exact, n_threads=1, probit=False):
+def check(model, X, backend, n_threads=1, probit=False):
     outputs = session(model, n_threads).run(None, {model.graph.input[0].name: X})
     for extra in _routes(backend):
         container = woodstar.convert(model, backend, extra_config=extra)
@@ -63,10 +60,7 @@ def check(model, X, backend, exact, n_threads=1, probit=False):
             np.testing.assert_allclose(got, proba, rtol=0, atol=8 * np.finfo(np.float32).eps,
                                        err_msg=what)
             continue
-        distance = ulps(got, proba)
-        if not exact:  # LOGISTIC's 1 - v for x < 0 turns v's last bit into an absolute one
-            distance = np.where(np.abs(got - proba) <= np.finfo(np.float32).eps, 0, distance)
-        assert distance.max() <= (0 if exact else 2), f"{what}: {distance.max()} ulps"
+        np.testing.assert_array_equal(got, proba, err_msg=what)
 
 
 # --------------------------------------------------------------- hand-made graphs
@@ -76,7 +70,7 @@ def test_regressor_every_mode(backend, rng, aggregate):
     post = "NONE"
     model = random_tree_graph(rng, classifier=False, n_targets=1, post_transform=post,
                               base_values=[0.25], aggregate=aggregate)
-    check(model, grid_rows(rng, 300, 4), backend, exact=post == "NONE", probit=post == "PROBIT")
+    check(model, grid_rows(rng, 300, 4), backend, probit=post == "PROBIT")
 
 
 @FAST_BACKENDS
@@ -85,7 +79,7 @@ def test_multi_target_regressor(backend, rng, post):
     model = random_tree_graph(rng, classifier=False, n_targets=3, post_transform=post,
                               base_values=[0.5, -0.25, 0.0],
                               targets_per_tree=lambda t: [t % 3])
-    check(model, grid_rows(rng, 300, 4), backend, exact=post == "NONE")
+    check(model, grid_rows(rng, 300, 4), backend)
 
 
 @FAST_BACKENDS
@@ -93,7 +87,7 @@ def test_multi_target_regressor(backend, rng, post):
 def test_multiclass_every_post_transform(backend, rng, post):
     model = random_tree_graph(rng, classifier=True, n_targets=3, post_transform=post,
                               base_values=[0.1, -0.2, 0.3], labels=["ant", "bee", "cat"])
-    check(model, grid_rows(rng, 300, 4), backend, exact=post == "NONE", probit=post == "PROBIT")
+    check(model, grid_rows(rng, 300, 4), backend, probit=post == "PROBIT")
 
 
 @FAST_BACKENDS
@@ -116,15 +110,14 @@ def test_binary_layouts(backend, rng, layout):
     else:
         kwargs.update(labels=["no", "yes"])
     model = random_tree_graph(rng, **kwargs)
-    exact = "LOGISTIC" != kwargs.get("post_transform")
-    check(model, grid_rows(rng, 300, 4), backend, exact=exact)
+    check(model, grid_rows(rng, 300, 4), backend)
 
 
 @FAST_BACKENDS
 def test_double_input_sums_in_float64(backend, rng):
     model = random_tree_graph(rng, classifier=False, n_targets=1, n_trees=40,
                               base_values=[1e3], input_type="double")
-    check(model, grid_rows(rng, 300, 4, dtype=np.float64), backend, exact=True)
+    check(model, grid_rows(rng, 300, 4, dtype=np.float64), backend)
 
 
 def test_float64_rows_on_a_float_graph_are_read_as_float32(rng):
@@ -209,7 +202,7 @@ def test_skl2onnx_graphs(backend, rng, case):
     graph = skl2onnx.to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3},
                              options={id(model): options} if options else None)
     post = {a.name: a for a in graph.graph.node[0].attribute}["post_transform"].s.decode()
-    check(graph, _fresh_rows(rng), backend, exact=post == "NONE")
+    check(graph, _fresh_rows(rng), backend)
 
 
 def _onnxmltools_graph(library, model, n_features):
@@ -238,7 +231,7 @@ def test_onnxmltools_graphs(backend, rng, library, n_classes):
     graph = _onnxmltools_graph(library, model, X.shape[1])
     trees = [n for n in graph.graph.node if n.op_type.startswith("TreeEnsemble")][0]
     post = {a.name: a for a in trees.attribute}.get("post_transform")
-    check(graph, _fresh_rows(rng), backend, exact=post is None or post.s.decode() == "NONE")
+    check(graph, _fresh_rows(rng), backend)
 
 
 # ------------------------------------------------------------------- the container

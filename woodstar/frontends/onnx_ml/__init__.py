@@ -17,9 +17,8 @@ first largest probability), and ``Normalizer``, ``Cast``, ``Identity`` and
 A classifier's container gives ``predict`` (the graph's labels) and
 ``predict_proba``: the plain probability matrix, also where the graph ends in ZipMap
 (ONNX Runtime returns a list of dicts there). A regressor's ``predict`` gives ONNX
-Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own (see
-``woodstar/ir/families/onnx_ops.py`` for the kernels' arithmetic, and the one place,
-float32 ``exp`` in a post-transform, where they can differ in the last bit).
+Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own, to the bit (see
+``woodstar/ir/families/onnx_ops.py`` for the kernels' arithmetic).
 """
 
 import numpy as np
@@ -33,6 +32,7 @@ from ._attributes import attributes, node_label, refuse
 from .linear import linear_op
 from .svm import svm_op
 from .trees import tree_ensemble_ops
+from .tree_ensemble5 import handle_tree_ensemble5
 
 __all__ = ["from_onnx", "HANDLERS", "supported_operators"]
 
@@ -341,7 +341,7 @@ def _float_features(node, state):
 
 def _matmul(node, state):
     """MatMul / Gemm of the features by a constant matrix (plus a constant bias for
-    Gemm): MLAS's SGEMM, the same arithmetic as LinearRegressor (``onnx_linear``)."""
+    Gemm): MLAS's packed SGEMM (``onnx_linear`` with ``packed``)."""
     features = _float_features(node, state)
     a = attributes(node)
     weights = state.constants.get(node.input[1]) if len(node.input) > 1 else None
@@ -364,7 +364,9 @@ def _matmul(node, state):
             refuse(node, "a bias that is not 1 or n_outputs float constants", node.input[2],
                    "a float initializer of shape (n_outputs,) or (1, n_outputs)")
         bias = np.broadcast_to(c.reshape(-1), (n_out,)).astype(np.float32)
-    op = OnnxLinear(coefficients=np.ascontiguousarray(weights.T), intercepts=bias, role="regressor")
+    # a constant matrix: the session packs it once, so MLAS takes its packed path
+    op = OnnxLinear(coefficients=np.ascontiguousarray(weights.T), intercepts=bias, role="regressor",
+                    packed=True)
     (value, _) = state.add(op, [features.value], node)
     state.values[node.output[0]] = ("features", _Features(value, np.float32, n_out))
 
@@ -434,6 +436,7 @@ def _zipmap(node, state):
 HANDLERS = {
     (ML, "TreeEnsembleRegressor"): _tree_ensemble,
     (ML, "TreeEnsembleClassifier"): _tree_ensemble,
+    (ML, "TreeEnsemble"): handle_tree_ensemble5,
     (ML, "LinearClassifier"): _linear,
     (ML, "LinearRegressor"): _linear,
     (ML, "SVMClassifier"): _svm,

@@ -24,9 +24,9 @@ the float32 leaf weights, exactly); this op adds them up the way the kernel does
   ``PROBIT``, ``NONE``), with the kernel's own formulas (a max-shifted softmax summed
   in class order; ``1 / (1 + exp(-|x|))`` mirrored for negative x; probit through the
   kernel's ``ErfInv`` approximation, which the frontend refuses: its cancellation
-  turns the last bit of ``logf`` into many). ``exp`` and ``log`` are float64 results rounded
-  to float32: the C library's ``expf``/``logf`` are within 0.502 ulp of the exact
-  value, so in rare cases they round the other way (a one-ulp difference);
+  turns the last bit of ``logf`` into many). ``exp`` is glibc's ``expf`` mirrored
+  operation by operation (``glibc_expf``), so these are ONNX Runtime's bits; ``log``
+  (PROBIT only) is a float64 result rounded to float32;
 * a classifier's label from the scores before the transform: the first largest score
   among the classes that have one; with two classes the kernel's binary rules
   (``binary_case`` when every weight names one class: ``> 0.5`` when every weight is
@@ -72,10 +72,6 @@ class NumpyMath:
     @staticmethod
     def full(like, value, dtype):
         return np.full(like.shape[0], value, dtype=dtype)
-
-    @staticmethod
-    def exp32(x):
-        return np.exp(x.astype(np.float64)).astype(np.float32)
 
     @staticmethod
     def log32(x):
@@ -128,9 +124,15 @@ def _f32(math, value, like):
     return math.full(like, np.float32(value), "float32")
 
 
+def _expf(math, x):
+    """float32 ``exp`` of a float32 column, as glibc's ``expf`` (``glibc_expf``): the
+    ``std::exp`` of ONNX Runtime's post-transforms."""
+    return glibc_expf(math, x[:, None])[:, 0]
+
+
 def _logistic(math, x):
     one = _f32(math, 1.0, x)
-    v = one / (one + math.exp32(-math.abs(x)))
+    v = one / (one + _expf(math, -math.abs(x)))
     return math.where(x < 0, one - v, v)
 
 
@@ -159,15 +161,15 @@ def _softmax(math, columns, zero_skips):
     total = _f32(math, 0.0, columns[0])
     out = []
     if zero_skips:
-        exp_neg_max = math.exp32(-v_max)
+        exp_neg_max = _expf(math, -v_max)
         for c in columns:
             keep = (c > _f32(math, 1e-7, c)) | (c < _f32(math, -1e-7, c))
-            e = math.exp32(c - v_max)
+            e = _expf(math, c - v_max)
             total = total + math.where(keep, e, _f32(math, 0.0, c))
             out.append(math.where(keep, e, c * exp_neg_max))
     else:
         for c in columns:
-            e = math.exp32(c - v_max)
+            e = _expf(math, c - v_max)
             total = total + e
             out.append(e)
     return [e / total for e in out]
@@ -407,16 +409,14 @@ def mlas_logistic(math, x):
     return math.where(y < zero, zero, math.where(y > one, one, y))
 
 
-def linear_scores(op, X, math=NumpyMath):
-    """(raw, transformed) of ``onnx_linear``: see ``OnnxLinear``."""
-    X = math.cast(math.cast(X, "float32"), "float64")  # the kernel casts a double input to float
-    coef = op.coefficients.tolist()
-    scores = []
-    for k, row in enumerate(coef):
-        acc = math.zeros(X, "float32")
-        for j, w in enumerate(row):  # MLAS's SGEMM: one FMA per feature, in order
-            acc = math.cast(math.column(X, j) * w + math.cast(acc, "float64"), "float32")
-        scores.append(acc + _f32(math, op.intercepts.tolist()[k], acc))
+def linear_scores(op, X, arrays, math=NumpyMath):
+    """(raw, transformed) of ``onnx_linear``: see ``OnnxLinear``. ``arrays``: the op's
+    coefficients (n_targets, n_features) and intercepts as a (1, n_targets) row, both
+    float32 in the caller's array type (a program's constants must keep their bits)."""
+    X = math.cast(X, "float32")  # the kernel casts a double input to float
+    matrix = sgemm(math, X, arrays["coefficients"], 1.0, arrays["intercepts"],
+                   packed=op.packed)
+    scores = [math.column(matrix, k) for k in range(op.n_targets)]
     K = len(scores)
     if op.role == "regressor":
         if K > 1:
@@ -449,15 +449,19 @@ def _linear_post(math, scores, post_transform):
 @register_op
 @dataclass(frozen=True, eq=False)
 class OnnxLinear(Op):
-    """ONNX-ML ``LinearClassifier`` / ``LinearRegressor`` as ONNX Runtime computes
-    them: the input rounded to float32, ``scores = X @ coefficients.T`` by MLAS's
-    SGEMM (per output, one fused multiply-add per feature in feature order, from 0),
-    then ``+ intercepts`` in float32. A classifier's label: with one score column,
+    """ONNX-ML ``LinearClassifier`` / ``LinearRegressor`` (and ``MatMul``/``Gemm`` by a
+    constant, ``packed``) as ONNX Runtime computes them: the input rounded to float32,
+    ``scores = X @ coefficients.T + intercepts`` by MLAS's SGEMM (``sgemm``): per
+    output, one fused multiply-add per feature in feature order, from 0, in K slices
+    (the first adds the intercept, each next one the running sum); a single row takes
+    MLAS's one-row kernel (eight lanes, then the intercept) unless ``packed`` (a
+    constant matrix the session packs: K slices of 256, no one-row kernel). A
+    classifier's label: with one score column,
     ``score > 0`` (index 1, else 0); with several, the first largest. Its
     probabilities: one column and two labels give ``[1 - p, p]``, ``p`` the score or,
     with LOGISTIC, its logistic by the kernel's ``exp`` formula; several columns take the post-transform:
     LOGISTIC by MLAS's approximation (mirrored operation by operation), SOFTMAX and
-    SOFTMAX_ZERO by the kernel's float32 loop (``exp`` rounded from float64: see the
+    SOFTMAX_ZERO by the kernel's float32 loop (``exp`` as glibc's ``expf``: see the
     module docstring), which it uses for batches below 16384 scores with 3 or 4
     classes and 32768 with 2 (above, and for 5 classes or more, it calls MLAS's
     softmax, which the frontend refuses for 5 classes or more). ``transformed``: the
@@ -470,6 +474,7 @@ class OnnxLinear(Op):
     role: str = "classifier"
     post_transform: str = "NONE"
     n_labels: int = 0
+    packed: bool = False
 
     def __post_init__(self):
         for name in ("coefficients", "intercepts"):
@@ -510,10 +515,13 @@ class OnnxLinear(Op):
         return [np.dtype(np.float32), np.dtype(np.float32)]
 
     def reference(self, inputs):
-        return list(linear_scores(self, inputs[0]))
+        arrays = {"coefficients": self.coefficients, "intercepts": self.intercepts.reshape(1, -1)}
+        with np.errstate(invalid="ignore", over="ignore"):
+            return list(linear_scores(self, inputs[0], arrays))
 
     def to_saved(self):
-        return ({"role": self.role, "post_transform": self.post_transform, "n_labels": self.n_labels},
+        return ({"role": self.role, "post_transform": self.post_transform, "n_labels": self.n_labels,
+                 "packed": bool(self.packed)},
                 {"coefficients": self.coefficients, "intercepts": self.intercepts})
 
     @classmethod
@@ -727,12 +735,24 @@ def sgemm_stride_k(n, k):
     return stride_k
 
 
-def _sgemm_slices(math, A, B, alpha, bias):
+# A matrix B that is a constant of the graph (MatMul, Gemm) is packed once when the
+# session starts; MLAS's packed SGEMM steps through K in slices of this size, whatever
+# the shape, and has no one-row kernel.
+SGEMM_PACKED_STRIDE_K = 256
+
+
+def _bias_row(math, bias, column):
+    """``bias`` as a (rows, 1) float32 column (a number) or as it is (a (1, N) row)."""
+    if isinstance(bias, (int, float)):
+        return _f32(math, bias, column)[:, None]
+    return bias
+
+
+def _sgemm_slices(math, A, B, alpha, bias, stride):
     """MLAS's SGEMM kernels (x86-64, FMA3): per output, one FMA per column of a K slice
     from 0; the first slice writes ``alpha * acc`` (no bias) or ``fma(acc, alpha,
     bias)``, each next one ``fma(acc, alpha, out)``."""
-    K, N = A.shape[1], B.shape[0]
-    stride = sgemm_stride_k(N, K)
+    K = A.shape[1]
     A64, B64 = math.cast(A, "float64"), math.cast(B, "float64")
     column = A[:, 0]
     alpha_c = _f32(math, alpha, column)[:, None]
@@ -746,7 +766,7 @@ def _sgemm_slices(math, A, B, alpha, bias):
         if out is None and bias is None:
             out = acc if alpha == 1.0 else acc * alpha_c
         else:
-            addend = _f32(math, bias, column)[:, None] if out is None else out
+            addend = _bias_row(math, bias, column) if out is None else out
             out = acc + addend if alpha == 1.0 else fma32(math, acc, alpha_c, addend)
     return out
 
@@ -771,16 +791,20 @@ def _sgemm_one_row(math, A, B, bias):
     out = math.stack([math.column(groups[kind[n]], n) for n in range(N)]) if N > 1 else \
         groups[kind[0]]
     if bias is not None:
-        out = out + _f32(math, bias, A[:, 0])[:, None]
+        out = out + _bias_row(math, bias, A[:, 0])
     return out
 
 
-def sgemm(math, A, B, alpha=1.0, bias=None):
+def sgemm(math, A, B, alpha=1.0, bias=None, packed=False):
     """``alpha * A @ B.T (+ bias)`` as ONNX Runtime's Gemm computes it in float32 on one
-    thread (A: (n, k) float32, B: (N, k) float32, bias a float or None): the one-row
-    kernel for a single row when alpha is 1, else the sliced kernels."""
-    sliced = _sgemm_slices(math, A, B, alpha, bias)
-    if alpha != 1.0:
+    thread (A: (n, k) float32, B: (N, k) float32, bias None, a float, or a (1, N)
+    float32 row of the caller's array type, one per output): the one-row kernel for a
+    single row when alpha is 1, else the sliced kernels. ``packed``: B is a prepacked
+    constant (MatMul, Gemm): fixed K slices, never the one-row kernel."""
+    K, N = A.shape[1], B.shape[0]
+    stride = SGEMM_PACKED_STRIDE_K if packed else sgemm_stride_k(N, K)
+    sliced = _sgemm_slices(math, A, B, alpha, bias, stride)
+    if alpha != 1.0 or packed:
         return sliced
     single = math.single_row(A)
     if single is False:
@@ -899,8 +923,7 @@ class OnnxSvm(Op):
     no probabilities) as ONNX Runtime computes them, input rounded to float32:
 
     * kernel values (n, n_vectors): RBF by a float32 loop, ``sum += (x - v)^2`` in
-      feature order, then ``exp(-gamma * sum)`` (float64 ``exp`` rounded to float32:
-      the C library's ``expf`` is within 0.502 ulp, so a value may differ by one ulp);
+      feature order, then ``exp(-gamma * sum)`` by glibc's ``expf`` (``glibc_expf``);
       LINEAR, POLY and SIGMOID by MLAS's SGEMM (one FMA per feature, from 0), POLY and
       SIGMOID then ``fma(acc, gamma, coef0)``, POLY squared or cubed (``x * x * x``),
       SIGMOID through MLAS's tanh (``mlas_tanh``);

@@ -36,11 +36,6 @@ class TorchMath:
         return torch.full_like(base, float(value), dtype=_DTYPES[str(np.dtype(dtype))])
 
     @staticmethod
-    def exp32(x):
-        # float64 exp rounded to float32, as the NumPy route computes it
-        return torch.exp(x.to(torch.float64)).to(torch.float32)
-
-    @staticmethod
     def log32(x):
         return torch.log(x.to(torch.float64)).to(torch.float32)
 
@@ -141,10 +136,14 @@ class OnnxLinearNode(nn.Module):
     def __init__(self, op):
         super().__init__()
         self.op = _PlainOp(op)
+        # float32 buffers, never Python floats (an ONNX export would round those anyway)
+        self.register_buffer("coefficients", torch.from_numpy(op.coefficients.copy()))
+        self.register_buffer("intercepts", torch.from_numpy(op.intercepts.reshape(1, -1).copy()))
         self.estimate_bytes = lambda n_rows: 16 * n_rows * (op.n_features + 4 * op.n_targets)
 
     def forward(self, x):
-        raw, transformed = linear_scores(self.op, x, TorchMath)
+        arrays = {"coefficients": self.coefficients, "intercepts": self.intercepts}
+        raw, transformed = linear_scores(self.op, x, arrays, TorchMath)
         return raw, transformed
 
 

@@ -209,9 +209,9 @@ def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") 
         raise ValueError(
             f"{head.estimator} expects {head.n_features} features; got {X.shape[1]} "
             f"(input shape {X.shape}).")
-    if X.dtype != dtype or not X.flags.c_contiguous:  # else nothing to convert or enter
+    if X.dtype != dtype or not (X.flags.c_contiguous or X.flags.f_contiguous):
         with np.errstate(over="ignore"):
-            X = np.ascontiguousarray(X, dtype=dtype)
+            X = in_memory_order(X, dtype)
     if X.size and not (head.allows_nan and head.allows_inf):
         _check_finite(X, head, source_precision)
     if X.size and head.inf_rejected_features:
@@ -221,6 +221,16 @@ def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") 
                 f"Input contains infinity in categorical feature(s) {columns}; "
                 f"{head.estimator} does not accept infinite categories.")
     return X
+
+
+def in_memory_order(X, dtype):
+    """``X`` as ``dtype``, Fortran-ordered if it was (a float DataFrame's values are),
+    else C-ordered. scikit-learn keeps the input's order, and its BLAS products round
+    differently for the two, so the NumPy route must see the order it sees; the other
+    routes make their rows C-ordered themselves."""
+    if X.flags.f_contiguous and not X.flags.c_contiguous:
+        return np.asfortranarray(X, dtype=dtype)
+    return np.ascontiguousarray(X, dtype=dtype)
 
 
 def feature_matrix_function(head: Head, schema, source_precision="float64"):
@@ -242,9 +252,9 @@ def feature_matrix_function(head: Head, schema, source_precision="float64"):
                 and X.dtype.kind in "biuf"):
             return to_feature_matrix(X, head, schema, dtype, source_precision)
         target = dtypes.get(dtype) or np.dtype(dtype)
-        if X.dtype != target or not X.flags.c_contiguous:
+        if X.dtype != target or not (X.flags.c_contiguous or X.flags.f_contiguous):
             with np.errstate(over="ignore"):
-                X = np.ascontiguousarray(X, dtype=target)
+                X = in_memory_order(X, target)
         if check_finite and X.size and not (
                 target.itemsize <= source_itemsize and all_true(isfinite(X), axis=None)):
             _check_finite(X, head, source_precision)

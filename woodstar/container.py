@@ -227,6 +227,8 @@ class ConvertedModel:
     def _run_rows(self, X, precision):
         n = X.shape[0]
         route = self._routes.for_rows(n)
+        if route == "program" and not X.flags.c_contiguous:  # Fortran-ordered rows
+            X = np.ascontiguousarray(X)
         runner = self._cpu_runners.get((route, precision)) if route != "program" else None
         if runner is None:
             runner = self._runner(route, precision)

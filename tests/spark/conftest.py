@@ -23,8 +23,9 @@ def spark_missing():
     return None
 
 
-@pytest.fixture(scope="module")
-def spark():
+def local_session(cores, app_name):
+    """A local Spark session with ``cores`` worker threads (UI off, as many shuffle
+    partitions as cores), or a skip with the reason Spark cannot start here."""
     reason = spark_missing()
     if reason is not None:
         pytest.skip(reason)
@@ -33,12 +34,18 @@ def spark():
     # The Python workers must import woodstar: this interpreter has it.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*", category=FutureWarning)
-    session = (SparkSession.builder.master("local[2]").appName("woodstar-tests")
+    session = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
+               .config("spark.sql.shuffle.partitions", str(cores))
+               .config("spark.default.parallelism", str(cores))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = local_session(2, "woodstar-tests")
     yield session
     session.stop()

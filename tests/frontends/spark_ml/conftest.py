@@ -1,30 +1,13 @@
-"""One real local Spark session per test module, as tests/spark/conftest.py starts it;
+"""One real local Spark session per test module (tests/spark/conftest.py starts it);
 the tests skip, with the reason, without pyspark or Java."""
 
 import pytest
 
-from tests.spark.conftest import spark_missing
+from tests.spark.conftest import local_session
 
 
 @pytest.fixture(scope="module")
 def spark():
-    reason = spark_missing()
-    if reason is not None:
-        pytest.skip(reason)
-    import os
-    import sys
-    import warnings
-
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*", category=FutureWarning)
-    session = (SparkSession.builder.master("local[1]").appName("woodstar-spark-ml-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.default.parallelism", "1")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session(1, "woodstar-spark-ml-tests")
     yield session
     session.stop()

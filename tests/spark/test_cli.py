@@ -2,6 +2,7 @@
 input order, ``--keep`` columns beside the scores, and errors before any task."""
 
 import re
+import zipfile
 
 import numpy as np
 import pandas as pd
@@ -81,7 +82,10 @@ def test_missing_feature_and_damaged_file(saved, capsys, tmp_path):
     assert "lacks column(s) ['c'] that the model needs" in capsys.readouterr().err
     damaged = tmp_path / "damaged.zip"
     raw = bytearray(open(path, "rb").read())
-    raw[len(raw) // 2] ^= 0xFF
+    with zipfile.ZipFile(path) as archive:  # a byte of a member's data, not of a zip header
+        member = max(archive.infolist(), key=lambda info: info.compress_size)
+        start = member.header_offset + 30 + len(member.filename.encode()) + len(member.extra)
+    raw[start + member.compress_size // 2] ^= 0xFF
     damaged.write_bytes(bytes(raw))
     assert main(["predict", str(damaged), "-i", data, "-o", str(tmp_path / "o.parquet"),
                  "--spark", "local[2]"]) == 1

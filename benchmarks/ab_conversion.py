@@ -20,7 +20,6 @@ import os
 import pickle
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._processes import baseline_tree, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_FILES = ("woodstar/ir/tree_ensemble.py", "woodstar/ir/graph.py",
@@ -83,33 +84,10 @@ def child(models_path, repeats):
     print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
 
 
-def _baseline_tree(commit, where, files=BASELINE_FILES):
-    """The working tree's package with ``files`` as at ``commit`` (read with
-    ``git show``, which changes nothing in the repository)."""
-    shutil.copytree(ROOT / "woodstar", where / "woodstar",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for path in files:
-        text = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True,
-                              capture_output=True).stdout
-        (where / path).write_bytes(text)
-    return where
-
-
-def _run_child(package_root, models_path, repeats):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package_root), str(ROOT)]),
-               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-m", "benchmarks.ab_conversion", "--child",
-                          "--models", str(models_path), "--repeats", str(repeats)],
-                         env=env, cwd=package_root, capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError(f"the process timing {package_root} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def backends_cli(commit, rounds):
     """Median wall seconds of ``woodstar backends --json`` before and after."""
     with tempfile.TemporaryDirectory() as tmp:
-        roots = {"before": _baseline_tree(commit, Path(tmp) / "before", CLI_BASELINE_FILES),
+        roots = {"before": baseline_tree(commit, Path(tmp) / "before", CLI_BASELINE_FILES),
                  "after": ROOT}
         times, reports = {"before": [], "after": []}, {}
         for r in range(rounds):
@@ -167,13 +145,13 @@ def main(argv=None):
         tmp = Path(tmp)
         models_path = tmp / "models.pkl"
         models_path.write_bytes(pickle.dumps(_train()))
-        roots = {"before": _baseline_tree(args.commit, tmp / "before"), "after": ROOT}
+        roots = {"before": baseline_tree(args.commit, tmp / "before", BASELINE_FILES), "after": ROOT}
         runs = {"before": [], "after": []}
         for r in range(args.rounds):
             order = list(roots)
             random.shuffle(order)
             for key in order:
-                runs[key].append(_run_child(roots[key], models_path, args.repeats))
+                runs[key].append(run_child("benchmarks.ab_conversion", roots[key], models_path, args.repeats))
             print(f"round {r + 1}: " + json.dumps({k: v[-1] for k, v in runs.items()}),
                   flush=True)
     results = []

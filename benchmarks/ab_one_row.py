@@ -21,15 +21,15 @@ import json
 import os
 import pickle
 import random
-import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._processes import baseline_tree, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_FILES = ("woodstar/container.py", "woodstar/_input.py", "woodstar/_encode.py",
@@ -311,29 +311,6 @@ def conversion(models_path=None):
 
 
 # ---------------------------------------------------------------- parent
-def _baseline_tree(commit, where):
-    """The working tree's package with ``BASELINE_FILES`` as at ``commit`` (read with
-    ``git show``, which changes nothing in the repository)."""
-    shutil.copytree(ROOT / "woodstar", where / "woodstar",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for path in BASELINE_FILES:
-        text = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True,
-                              capture_output=True).stdout
-        (where / path).write_bytes(text)
-    return where
-
-
-def _run_child(package_root, models_path, repeats):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package_root), str(ROOT)]),
-               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-m", "benchmarks.ab_one_row", "--child",
-                          "--models", str(models_path), "--repeats", str(repeats)],
-                         env=env, cwd=package_root, capture_output=True, text=True)
-    if out.returncode:
-        raise RuntimeError(f"the process timing {package_root} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _merge(path, key, rows):
     """Add ``rows`` under ``key`` of the results file (the A/B's cells stay)."""
     path = Path(path)
@@ -383,14 +360,14 @@ def main(argv=None):
         models_path = tmp / "models.pkl"
         with open(models_path, "wb") as f:
             pickle.dump((models, onnx_models), f)
-        trees = {"baseline": _baseline_tree(args.commit, tmp / "baseline"),
+        trees = {"baseline": baseline_tree(args.commit, tmp / "baseline", BASELINE_FILES),
                  "working tree": ROOT}
         runs = {k: [] for k in trees}
         for r in range(args.rounds):
             order = list(trees)
             random.shuffle(order)
             for key in order:
-                runs[key].append(_run_child(trees[key], models_path, args.repeats))
+                runs[key].append(run_child("benchmarks.ab_one_row", trees[key], models_path, args.repeats))
             print(f"round {r + 1}/{args.rounds} done", flush=True)
     results = []
     for i, cell in enumerate(runs["working tree"][0]):

@@ -22,6 +22,7 @@ __all__ = ["LinearModel", "LINEAR_POST_TRANSFORMS"]
 LINEAR_POST_TRANSFORMS = ("identity", "sigmoid_binary", "softmax", "sigmoid_ovr",
                           "modified_huber_binary", "modified_huber")
 _ONE_OUTPUT = ("sigmoid_binary", "modified_huber_binary")
+SUMMATIONS = ("blas", "in_order")
 
 
 @register_op
@@ -33,6 +34,10 @@ class LinearModel(Op):
     matrix-vector product rather than a matrix product: the NumPy route repeats the
     source's own call, so the BLAS routine and its summation order are the same).
 
+    ``summation``: ``"blas"`` (the source's matrix product) or ``"in_order"`` (each
+    score summed term after term in column order, then the intercept added: libsvm's
+    decision values). Programs (Torch, ONNX, TVM) sum in their own order either way.
+
     As a graph op (kind ``linear``): one numeric value in, the scores and their
     post-transform out, in ``compute_dtype`` of the input."""
 
@@ -42,6 +47,7 @@ class LinearModel(Op):
     intercept: np.ndarray
     post_transform: str = "identity"
     vector_coef: bool = False
+    summation: str = "blas"
 
     def __post_init__(self):
         coef = np.ascontiguousarray(self.coef)
@@ -77,6 +83,8 @@ class LinearModel(Op):
             fail(f"intercept has shape {self.intercept.shape}; expected ({self.n_outputs},)")
         if self.post_transform not in LINEAR_POST_TRANSFORMS:
             fail(f"post_transform {self.post_transform!r} not in {LINEAR_POST_TRANSFORMS}")
+        if self.summation not in SUMMATIONS:
+            fail(f"summation {self.summation!r} not in {SUMMATIONS}")
         if self.vector_coef and self.n_outputs != 1:
             fail("vector_coef needs exactly one output")
         if self.post_transform in _ONE_OUTPUT and self.n_outputs != 1:
@@ -87,6 +95,11 @@ class LinearModel(Op):
         """The reference: the source's own NumPy expression, (n, n_outputs)."""
         if self.vector_coef:
             return (X @ self.coef[0] + self.intercept).reshape(-1, 1)
+        if self.summation == "in_order":
+            total = np.zeros((X.shape[0], self.n_outputs), np.result_type(X, self.coef))
+            for t in range(self.n_features):
+                total = total + X[:, t:t + 1] * self.coef[:, t]
+            return total + self.intercept
         return X @ self.coef.T + self.intercept
 
     # ---------------------------------------------------------------- graph op
@@ -104,10 +117,12 @@ class LinearModel(Op):
         return [raw, apply_post_transform(self.post_transform, raw)]
 
     def to_saved(self):
-        return ({"post_transform": self.post_transform, "vector_coef": self.vector_coef},
+        return ({"post_transform": self.post_transform, "vector_coef": self.vector_coef,
+                 "summation": self.summation},
                 {"coef": self.coef, "intercept": self.intercept})
 
     @classmethod
     def from_saved(cls, meta, arrays):
         return cls(coef=arrays["coef"], intercept=arrays["intercept"],
-                   post_transform=str(meta["post_transform"]), vector_coef=bool(meta["vector_coef"]))
+                   post_transform=str(meta["post_transform"]), vector_coef=bool(meta["vector_coef"]),
+                   summation=str(meta.get("summation", "blas")))

@@ -90,6 +90,17 @@ def _linear(op, context):
     coef_t = op.coef.T
     intercept, post_transform = op.intercept, op.post_transform
 
+    if op.summation == "in_order":  # libsvm's decision values: compiled, else the reference
+        from .families.svm import in_order_scores
+
+        def run_in_order(X):
+            raw = in_order_scores(X, op.coef, intercept)
+            if raw is None:
+                raw = op.scores(X)
+            return raw, apply_post_transform(post_transform, raw)
+
+        return run_in_order
+
     def run(X):  # X may be sparse: the product is then scipy's, as in scikit-learn
         if vector is not None:
             raw = (X @ vector + intercept).reshape(-1, 1)

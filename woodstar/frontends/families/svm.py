@@ -95,7 +95,8 @@ def _svm_classifier(model, options):
     kernel = _kernel(model)
     builder = GraphBuilder(ValueType.floats(kernel.n_features))
     (kernel_values,) = builder.add(kernel, ["input"], "kernel")
-    raw, _ = builder.add(LinearModel(coef=coef, intercept=intercept), [kernel_values], "pairs")
+    raw, _ = builder.add(LinearModel(coef=coef, intercept=intercept, summation="in_order"),
+                         [kernel_values], "pairs")
     vote = SVMOvoVote(n_classes=k, decision_shape=shape, break_ties=bool(model.break_ties),
                       negated=binary)
     decision, label_index = builder.add(vote, [raw], "vote")
@@ -127,7 +128,8 @@ def _single_output(model):
     builder = GraphBuilder(ValueType.floats(kernel.n_features))
     (kernel_values,) = builder.add(kernel, ["input"], "kernel")
     linear = LinearModel(coef=_dense(model.dual_coef_)[:1],
-                         intercept=np.asarray(model.intercept_, dtype=np.float64).reshape(-1)[:1])
+                         intercept=np.asarray(model.intercept_, dtype=np.float64).reshape(-1)[:1],
+                         summation="in_order")
     raw, _ = builder.add(linear, [kernel_values], "decision")
     return builder, raw
 

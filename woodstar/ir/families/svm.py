@@ -16,12 +16,15 @@ libsvm predicts in three steps, and so does the graph:
    ``svm_pairwise_proba`` (Platt's sigmoid per pair with ``probA_``/``probB_``, then
    libsvm's ``multiclass_probability`` iterations).
 
-libsvm sums its dot products with BLAS ``ddot`` and its kernel rows one support
-vector at a time in C; NumPy's and Torch's matrix products sum in their own order, so
-the values agree with scikit-learn to about 1e-15 relative, not bit for bit (the
-tests hold them to 1e-12 of the values' scale). Every other step (``powi``, the
-pairwise votes, the ``"ovr"`` transform, the probability iterations) repeats libsvm's
-and scikit-learn's own arithmetic in their order.
+libsvm sums its dot products with BLAS ``ddot`` and its decision values one support
+vector at a time in C (the ``linear`` op's ``summation="in_order"``). The CPU route
+does the same, calling the very ``ddot`` scikit-learn hands libsvm and libm's ``exp``
+and ``tanh`` (woodstar/runtimes/families/svm.py), so its answers are scikit-learn's bit
+for bit. The ops' NumPy references (kernel values by matrix products, NumPy's
+``exp``) and the Torch programs sum in their own order: within about 1e-15 relative (the tests hold them to 1e-12 of the
+values' scale). Every other step (``powi``, the pairwise votes, the ``"ovr"``
+transform, the probability iterations) repeats libsvm's and scikit-learn's own
+arithmetic in their order.
 """
 
 from __future__ import annotations
@@ -72,13 +75,14 @@ def ovr_decision(dec, n_classes):
     return votes + transformed_confidences
 
 
-def pairwise_sigmoid(internal, prob_a, prob_b):
+def pairwise_sigmoid(internal, prob_a, prob_b, exp=np.exp):
     """libsvm's ``sigmoid_predict`` of each pair's decision value, clipped to
-    [1e-7, 1 - 1e-7] as ``svm_predict_probability`` does."""
+    [1e-7, 1 - 1e-7] as ``svm_predict_probability`` does. ``exp``: NumPy's here; the
+    CPU route passes libm's, which libsvm calls (they differ in the last bit at times)."""
     f = internal * prob_a + prob_b
     with np.errstate(over="ignore", invalid="ignore"):
-        positive = np.exp(-f) / (1.0 + np.exp(-f))
-        negative = 1.0 / (1 + np.exp(f))
+        positive = exp(-f) / (1.0 + exp(-f))
+        negative = 1.0 / (1 + exp(f))
     s = np.where(f >= 0, positive, negative)
     return np.minimum(np.maximum(s, MIN_PROB), 1 - MIN_PROB)
 
@@ -335,10 +339,10 @@ class SVMPairwiseProba(_PairwiseOp):
     def output_dtypes(self, input_dtypes):
         return [np.dtype(np.float64)]
 
-    def pairwise(self, dec):
+    def pairwise(self, dec, exp=np.exp):
         """(n, k, k) pairwise probabilities r[i][j] (diagonal unused)."""
         s = pairwise_sigmoid(self.internal(np.asarray(dec, dtype=np.float64)),
-                             self.prob_a, self.prob_b)
+                             self.prob_a, self.prob_b, exp)
         r = np.zeros((dec.shape[0], self.n_classes, self.n_classes))
         for p, (i, j) in enumerate(pairs_of(self.n_classes)):
             r[:, i, j] = s[:, p]

@@ -1,0 +1,92 @@
+"""Build and load a small C source of this package as a shared library, once per
+process, cached on disk under ``$WOODSTAR_CACHE_DIR`` (default ``~/.cache/woodstar``)
+keyed by the source, the compiler and the flags. A failure is a reason string, never an
+exception: the caller falls back to its NumPy route."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+__all__ = ["NativeLibrary"]
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("WOODSTAR_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "woodstar"
+
+
+def _compiler():
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    return None
+
+
+class NativeLibrary:
+    """``NativeLibrary(source, flags, setup)``: ``load()`` gives the ``ctypes.CDLL`` (or
+    None, with ``reason`` saying why); ``setup(lib)`` declares its functions' types."""
+
+    def __init__(self, source: Path, flags, setup, what: str):
+        self.source, self.flags, self._setup, self.what = Path(source), tuple(flags), setup, what
+        self._lib, self.reason = None, None
+        self._lock = threading.Lock()
+
+    def load(self):
+        if self._lib is not None or self.reason is not None:
+            return self._lib
+        with self._lock:
+            if self._lib is None and self.reason is None:
+                self._load_once()
+        return self._lib
+
+    def _load_once(self):
+        if sys.platform == "win32":
+            self.reason = f"{self.what} is built on Linux and macOS only"
+            return
+        compiler = _compiler()
+        if compiler is None:
+            self.reason = "no C compiler found (set CC, or install gcc)"
+            return
+        try:
+            lib = ctypes.CDLL(str(self._build(compiler)))
+            self._setup(lib)
+        except Exception as error:  # noqa: BLE001  (any failure: a reason, and the NumPy route)
+            self.reason = f"{self.what} could not be built: {type(error).__name__}: {error}"
+            return
+        self._lib = lib
+
+    def _build(self, compiler: str) -> Path:
+        source = self.source.read_bytes()
+        key = hashlib.sha256(source + " ".join((compiler, *self.flags)).encode()).hexdigest()[:16]
+        name = f"{self.source.stem}-{platform.machine()}-{key}.so"
+        for directory in (_cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
+            target = directory / name
+            if target.exists():
+                return target
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                continue
+            if not os.access(directory, os.W_OK):
+                continue
+            partial = directory / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+            result = subprocess.run([compiler, *self.flags, str(self.source), "-o", str(partial),
+                                     "-lm"], capture_output=True, text=True, timeout=120)
+            if result.returncode != 0:
+                partial.unlink(missing_ok=True)
+                raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[:500]}")
+            os.replace(partial, target)  # atomic: a concurrent build is never half-read
+            return target
+        raise RuntimeError(f"no writable cache directory ({_cache_dir()} or the temp dir)")

@@ -91,7 +91,7 @@ def _ort(model, X, method):
     return (lambda rows: session.run([outputs[pick]], {name: rows.astype(np.float32)})[0]), ""
 
 
-def run(out):
+def run(out, only=()):
     import torch
 
     import woodstar
@@ -102,6 +102,8 @@ def run(out):
     y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int) + (X[:, 3] > 1)
     results = []
     for name, (model, method) in _models().items():
+        if only and not any(name.startswith(prefix) for prefix in only):
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             target = np.abs(X[:, 0]) * 3 if "Poisson" in name else y
@@ -134,15 +136,24 @@ def run(out):
     meta = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
             "woodstar": woodstar.__version__, "threads": 1, "batches": list(BATCHES),
             "date": time.strftime("%Y-%m-%d")}
+    if only and Path(out).exists():  # measured rows replace their namesakes; others are kept
+        measured = {row["model"] for row in results}
+        kept = [row for row in json.loads(Path(out).read_text())["results"]
+                if row["model"] not in measured]
+        results = kept + results
+        meta["partial_rerun"] = {"families": list(only), "date": meta["date"]}
     Path(out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="woodstar-bench/families.json")
+    parser.add_argument("--only", nargs="*", default=(),
+                        help="measure only the families whose names start with these prefixes "
+                             "(e.g. 'svm'), keeping the other rows of an existing --out file")
     args = parser.parse_args()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    run(args.out)
+    run(args.out, tuple(args.only))
 
 
 if __name__ == "__main__":

@@ -116,11 +116,12 @@ def convert_ir(model_ir, backend="torch", test_input=None, device="cpu", extra_c
 
 
 # Hummingbird's post_transform values -> the IR post-transforms they name.
-_NAMED_POST_TRANSFORMS = {C.SIGMOID: ("sigmoid", "sigmoid_binary"), C.SOFTMAX: ("softmax",),
-                          C.TWEEDIE: ("exp",)}
+_NAMED_POST_TRANSFORMS = {C.SIGMOID: ("sigmoid", "sigmoid_binary"),
+                          C.SOFTMAX: ("softmax", "softmax_libm"),
+                          C.TWEEDIE: ("exp", "exp_libm")}
 # The probability transforms whose labels the raw scores decide alike: a one-column
 # score is class 1 when > 0, several by their argmax.
-_RAW_DECIDABLE = ("sigmoid", "sigmoid_binary", "softmax", "sigmoid_ovr",
+_RAW_DECIDABLE = ("sigmoid", "sigmoid_binary", "softmax", "softmax_libm", "sigmoid_ovr",
                   "modified_huber_binary", "modified_huber")
 
 

@@ -1,5 +1,6 @@
 """LightGBM frontend: the IR reference and every route against LightGBM itself."""
 
+import dataclasses
 import os
 import tempfile
 
@@ -9,7 +10,8 @@ import pytest
 lgb = pytest.importorskip("lightgbm")
 
 import woodstar  # noqa: E402
-from woodstar.exceptions import MissingConverter, NotFittedError  # noqa: E402
+from woodstar.exceptions import InvalidModelError, MissingConverter, NotFittedError  # noqa: E402
+from woodstar.ir import reference  # noqa: E402
 from woodstar.frontends.lightgbm import OBJECTIVES, from_lightgbm  # noqa: E402
 from woodstar.lowering import strategy_names  # noqa: E402
 
@@ -290,6 +292,160 @@ def test_string_categories_booster_from_model_file(backend, rng):
     check(converted, test, {"predict": booster.predict(test),
                             "decision_function": booster.predict(test, raw_score=True)},
           "float64", what="Booster")
+
+
+# ------------------------------------------------------ links, to the bit
+# LightGBM's links compute in double with the C library's exp (its softmax with the
+# maximum subtracted, summed left to right); NumPy's exp differs in the last bit for a
+# few percent of arguments, so these are compared with assert_array_equal.
+LINK_OBJECTIVES = ["multiclass", "multiclassova", "binary", "poisson", "gamma", "tweedie",
+                   "cross_entropy", "cross_entropy_lambda"]
+CPU_ROUTES = ["c-walk", "onnx-ml", "numpy-walk"]
+
+
+def _link_rows(rng, n):
+    X = rng.normal(size=(n, N_FEATURES)) * 2
+    X[rng.random(X.shape) < 0.08] = np.nan
+    X[rng.random(n) < 0.1, 3] = 0.0
+    return X
+
+
+def _answer(model, X, classifier):
+    return model.predict_proba(X) if classifier else model.predict(X)
+
+
+@pytest.mark.parametrize("route", CPU_ROUTES)
+@pytest.mark.parametrize("objective", LINK_OBJECTIVES)
+def test_links_are_lightgbms_to_the_bit(objective, route, rng):
+    params = dict(sigmoid=0.7) if objective == "binary" else {}  # LightGBM's sigmoid scale
+    model, _ = _fit(objective, rng, categorical=False, n_estimators=30, **params)
+    try:
+        converted = woodstar.convert(model, extra_config={"cpu_route": route})
+    except MissingConverter:
+        pytest.skip(f"route {route} is not available here")
+    assert converted.route == route
+    classifier = isinstance(model, lgb.LGBMClassifier)
+    for n in (1, 2, 10_000):
+        for dtype in (np.float64, np.float32):
+            X = _link_rows(rng, n).astype(dtype)
+            expected = _answer(model, X.astype(np.float64), classifier)
+            np.testing.assert_array_equal(_answer(converted, X, classifier), expected,
+                                          err_msg=f"{objective} {route} {n} rows {dtype}")
+            np.testing.assert_array_equal(converted.decision_function(X),
+                                          model.predict(X.astype(np.float64), raw_score=True))
+    X = _link_rows(rng, 2000)
+    expected = _answer(model, X, classifier)
+    transformed = reference.predict(converted.ir.ensemble, X)[1]
+    np.testing.assert_array_equal(transformed.reshape(expected.shape), expected,
+                                  err_msg=f"{objective} reference")
+
+
+def test_default_route_and_small_batches_take_lightgbms_softmax(rng):
+    """The default CPU route (the compiled walk, whose one-call entry answers small
+    batches) on many fresh rows, where NumPy's exp would differ on several."""
+    model, _ = _fit("multiclass", rng, categorical=True, n_estimators=40)
+    converted = woodstar.convert(model)
+    assert converted.ir.ensemble.post_transform == "softmax_libm"
+    X = _inputs(converted.ir, rng, "float64")
+    X = np.concatenate([X, _link_rows(rng, 4000)])
+    for start in range(0, 600, 3):  # batches of 3 rows: the small-batch entry
+        np.testing.assert_array_equal(converted.predict_proba(X[start:start + 3]),
+                                      model.predict_proba(X[start:start + 3]))
+    np.testing.assert_array_equal(converted.predict_proba(X), model.predict_proba(X))
+    raw = model.predict(X, raw_score=True)
+    e = np.exp(raw - raw.max(axis=1, keepdims=True))
+    assert (e / e.sum(axis=1, keepdims=True) != model.predict_proba(X)).any(), \
+        "NumPy's softmax agrees with LightGBM on every row: the test proves nothing here"
+
+
+# ------------------------------------------------------ the two readers
+def _same_ir(a, b, what):
+    for field in dataclasses.fields(a.ensemble):
+        x, y = getattr(a.ensemble, field.name), getattr(b.ensemble, field.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, f"{what}: {field.name} dtype"
+            np.testing.assert_array_equal(x, y, err_msg=f"{what}: {field.name}")
+        else:
+            assert x == y, f"{what}: {field.name}"
+    assert repr(a.schema) == repr(b.schema) and a.head.feature_names == b.head.feature_names, what
+
+
+@pytest.mark.parametrize("case", [
+    ("multiclass", dict()),
+    ("binary", dict(zero_as_missing=True)),
+    ("regression", dict(use_missing=False)),
+    ("regression", dict(boosting_type="dart", drop_rate=0.5, skip_drop=0.0)),
+    ("multiclass", dict(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1)),
+    ("regression", dict(linear_tree=True)),
+    ("regression", dict(min_split_gain=1e9)),  # trees of one leaf
+    ("lambdarank", dict()),
+], ids=["multiclass", "zero_as_missing", "no-missing", "dart", "rf", "linear", "one-leaf",
+        "ranker"])
+def test_text_and_dump_readers_give_the_same_ir(case, rng):
+    """The text format (what convert reads) and dump_model()'s JSON give identical IR
+    arrays: thresholds, leaves, categorical bitsets, missing handling, linear leaves."""
+    from woodstar.frontends.lightgbm import ir_from_dump, ir_from_text
+
+    objective, params = case
+    linear = params.get("linear_tree", False)
+    model, _ = _fit(objective, rng, categorical=not linear, n_estimators=12, **params)
+    booster = model.booster_
+    kind = "classifier" if objective in ("binary", "multiclass") else "regressor"
+    classes = model.classes_ if kind == "classifier" else None
+    dumped = ir_from_dump(booster.dump_model(), "LGBMModel", kind, classes=classes)
+    text = ir_from_text(booster.model_to_string(), "LGBMModel", kind, classes=classes)
+    _same_ir(text, dumped, str(case))
+    assert from_lightgbm(model).ensemble.n_trees == text.ensemble.n_trees
+    if linear:
+        assert (text.ensemble.linear_feature >= 0).any()
+    if "min_split_gain" in params:
+        assert len(text.ensemble.feature) == text.ensemble.n_trees
+
+
+def test_text_with_an_undefined_missing_type_or_short_arrays_is_refused(rng):
+    from woodstar.frontends.lightgbm import ir_from_text
+
+    model, _ = _fit("regression", rng, categorical=False)
+    lines = model.booster_.model_to_string().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("decision_type="))
+    lines[first] = "decision_type=" + " ".join("14" for _ in lines[first][14:].split())
+    with pytest.raises(MissingConverter, match=r"missing_type is not supported \(got 'a code "
+                                                r"LightGBM does not define'\)"):
+        ir_from_text("\n".join(lines), "LGBMRegressor", "regressor")
+    lines = model.booster_.model_to_string().splitlines()
+    second = [i for i, line in enumerate(lines) if line.startswith("threshold=")][1]
+    lines[second] = lines[second].rsplit(" ", 1)[0]  # one threshold short
+    with pytest.raises(InvalidModelError, match=r"LightGBM model text: tree 1 has arrays of "
+                                                r"lengths \[\d+, \d+\] for \d+ leaves"):
+        ir_from_text("\n".join(lines), "LGBMRegressor", "regressor")
+
+
+def test_readers_agree_on_pandas_categories_and_unused_features(rng):
+    """dump_model() leaves unused features out of feature_infos; both readers still
+    find the pandas category column (here after an unused one) and its categories."""
+    pd = pytest.importorskip("pandas")
+    from woodstar.frontends.lightgbm import ir_from_dump, ir_from_text
+
+    X, signal = _train_data(rng, categorical=True)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
+    frame["f1"] = 1.0  # constant: LightGBM marks it unused ("none")
+    frame = frame[["f1", "f0", "f2", "f3", "f4"]]
+    codes = np.nan_to_num(X[:, CAT], nan=0).astype(int)
+    frame["f0"] = pd.Categorical(np.array(list("abcdefgh"), dtype=object)[codes])
+    model = lgb.LGBMClassifier(n_estimators=4, num_leaves=7, min_child_samples=5, verbose=-1,
+                               min_data_per_group=5, cat_smooth=1.0, max_cat_to_onehot=2)
+    model.fit(frame, signal > 0)
+    booster = model.booster_
+    dump = booster.dump_model()
+    assert "f1" not in dump["feature_infos"]
+    dumped = ir_from_dump(dump, "LGBMClassifier", "classifier", classes=model.classes_)
+    text = ir_from_text(booster.model_to_string(), "LGBMClassifier", "classifier",
+                        classes=model.classes_, pandas_categorical=booster.pandas_categorical)
+    _same_ir(text, dumped, "pandas")
+    assert text.schema.columns[1].category_values == tuple("abcdefgh")
+    converted = woodstar.convert(model)
+    test = frame.iloc[:200]
+    np.testing.assert_array_equal(converted.predict_proba(test), model.predict_proba(test))
 
 
 # --------------------------------------------------------------------- errors

@@ -77,10 +77,9 @@ MODELS = ("rf_classifier", "rf_regressor", "extra_trees_3_classes", "gb_binary",
           "xgb_poisson", "lgbm_binary", "lgbm_3_classes", "lgbm_regressor_zero_as_missing")
 
 
-# The IR's float64 softmax (ir/transforms.py) takes NumPy's exp, which can differ from the
-# C library's exp that LightGBM calls by an ulp: the full path differs from LightGBM on
-# some rows too. The entry leaves that link to NumPy, so here it is held to the full path.
-SOURCE_DIFFERS = ("lgbm_3_classes",)
+# Models whose answers here may differ from the source's (none: LightGBM's softmax runs
+# with the C library's exp, as LightGBM's does).
+SOURCE_DIFFERS = ()
 
 
 def _without_entry(model):

@@ -1,5 +1,7 @@
 """NumPy definitions of the post-transforms named in the IR (the reference)."""
 
+import math
+
 import numpy as np
 
 __all__ = ["apply_post_transform", "transformed_width"]
@@ -18,6 +20,36 @@ def _scipy_expit():
     except ImportError:  # scipy comes with scikit-learn; without it, the formula above
         return _own_sigmoid
     return expit
+
+
+def _libm(fn):
+    """``fn``, a ``math`` function (it calls the C library's), element-wise in float64:
+    the answer of a C program that calls it; an overflow is inf, as in C."""
+    def one(v):
+        try:
+            return fn(v)
+        except OverflowError:
+            return math.inf
+    ufunc = np.frompyfunc(one, 1, 1)
+    return lambda z: ufunc(z).astype(np.float64)
+
+
+# NumPy's exp can differ from the C library's in the last bit (its SIMD kernels), so the
+# links of sources that call std::exp (LightGBM) take the C library's through ``math``.
+_libm_exp, _libm_log1p = _libm(math.exp), _libm(math.log1p)
+
+
+def _libm_softmax(z):
+    """LightGBM's Common::Softmax in double: the row's maximum as std::max folds it,
+    std::exp of each difference, their sum from left to right, each divided by it."""
+    top = z[:, 0]
+    for k in range(1, z.shape[1]):
+        top = np.where(z[:, k] < top, top, z[:, k])  # std::max(z_k, top)
+    e = _libm_exp(z - top[:, None])
+    total = np.zeros(len(z))
+    for k in range(z.shape[1]):
+        total = total + e[:, k]
+    return e / total[:, None]
 
 
 # scikit-learn computes its sigmoids with scipy's expit (linear models, GradientBoosting,
@@ -51,9 +83,12 @@ def apply_post_transform(name: str, raw: np.ndarray, scale: float = 1.0) -> np.n
         return np.concatenate([1.0 - s, s], axis=1)
     if name == "argmax":
         return np.argmax(z, axis=1).astype(z.dtype).reshape(-1, 1)
-    if name == "softplus":
-        with np.errstate(over="ignore"):
-            return np.log1p(np.exp(z))
+    if name == "softplus":  # LightGBM's std::log1p(std::exp(z))
+        return _libm_log1p(_libm_exp(z))
+    if name == "softmax_libm":
+        return _libm_softmax(z)
+    if name == "exp_libm":
+        return _libm_exp(z)
     if name == "softmax":
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)

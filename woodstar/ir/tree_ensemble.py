@@ -69,13 +69,15 @@ POST_TRANSFORMS = (
     "identity",  # regression, raw margins
     "sigmoid",  # element-wise logistic (one-vs-all, reg:logistic)
     "sigmoid_binary",  # one logit -> two columns [1 - p, p]
-    "softplus",  # log1p(exp(raw)): LightGBM cross_entropy_lambda
+    "softplus",  # log1p(exp(raw)), the C library's: LightGBM cross_entropy_lambda
     "identity_binary",  # one margin -> two columns [1 - raw, raw] (XGBoost binary:logitraw)
     "step",  # 1.0 where raw > 0 else 0.0 (XGBoost binary:hinge)
     "step_binary",  # one margin -> [1 - step, step]
     "argmax",  # index of the first largest raw score, one column (XGBoost multi:softmax)
-    "softmax",  # multi-class probabilities
+    "softmax",  # multi-class probabilities (NumPy's exp, as scikit-learn)
+    "softmax_libm",  # the same in double with the C library's exp, in LightGBM's order
     "exp",  # log-link regression (poisson, gamma, tweedie)
+    "exp_libm",  # the same with the C library's exp (LightGBM)
     "isolation_forest",  # -2 ** (-raw / c): IsolationForest.score_samples
 )
 PRECISIONS = ("float32", "float64")

@@ -36,7 +36,7 @@ class PostTransform(nn.Module):
             return torch.argmax(z, dim=1, keepdim=True).to(z.dtype)
         if self.kind == "softplus":
             return torch.log1p(torch.exp(z))
-        if self.kind == "softmax":
+        if self.kind in ("softmax", "softmax_libm"):
             return torch.softmax(z, dim=1)
         if self.kind == "sigmoid_ovr":
             p = torch.sigmoid(z)
@@ -55,7 +55,7 @@ class PostTransform(nn.Module):
             zero = total == 0
             p = torch.where(zero, torch.ones_like(p), p)
             return p / torch.where(zero, torch.full_like(total, p.shape[1]), total)
-        if self.kind == "exp":
+        if self.kind in ("exp", "exp_libm"):
             return torch.exp(z)
         if self.kind == "isolation_forest":
             return -torch.exp2(-z)

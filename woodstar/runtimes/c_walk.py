@@ -10,7 +10,8 @@ come (docs/benchmarks.md, "CPU routes", has the measurements that chose it).
 Exact for the same reasons as the other routes (see c_walk.c); categorical splits are
 walked too. Ensembles that sum in float32 (XGBoost's, ``sum_precision="float32"``) get
 float32 sums and XGBoost's float32 links here, so margins and probabilities are
-XGBoost's to the bit (the other routes sum in double). The build is cached
+XGBoost's to the bit (the other routes sum in double). LightGBM's links (its softmax,
+exp and softplus in double with the C library's exp) run in C too. The build is cached
 under ``$WOODSTAR_CACHE_DIR`` (default ``~/.cache/woodstar``), keyed by the source's
 hash and the compiler command; without a compiler, or if the build fails, ``available``
 says why and the container uses the next route.
@@ -154,6 +155,9 @@ def _load_once():
     lib.woodstar_predict.restype = ctypes.c_int64
     lib.woodstar_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                      ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    lib.woodstar_libm_link.restype = None
+    lib.woodstar_libm_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_int64, ctypes.c_double, ctypes.c_void_p]
     lib.woodstar_xgb_link.restype = None
     lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_void_p]
@@ -263,12 +267,30 @@ class CTreeWalk(CpuRoute):
 
     def __call__(self, X: np.ndarray):
         if not self.sum32:
+            if self.post_transform in _LIBM_LINKS:  # in C: the C library's exp, fast
+                raw = self.raw(X)
+                return raw, _libm_link(_LIBM_LINKS[self.post_transform], raw,
+                                       self.post_transform_scale)
             return super().__call__(X)
         raw = self.raw(X)  # float32 margins, as XGBoost's predictor leaves them
         if self.post_transform_scale != 1.0 or self.post_transform not in _XGB_TRANSFORMS:
             raw = raw.astype(np.float64)  # not one of XGBoost's: the IR's own transform
             return raw, apply_post_transform(self.post_transform, raw, self.post_transform_scale)
         return raw.astype(np.float64), _xgb_transform(self.post_transform, raw).astype(np.float64)
+
+
+# The IR's links in the C library's double arithmetic (LightGBM's): woodstar_libm_link
+# gives ir/transforms.py's answers to the bit, without a Python call per value.
+_LIBM_LINKS = {"softmax_libm": 0, "exp_libm": 1, "softplus": 2}
+
+
+def _libm_link(kind: int, raw: np.ndarray, scale: float) -> np.ndarray:
+    raw = np.ascontiguousarray(raw, dtype=np.float64)
+    out = np.empty_like(raw)
+    if raw.size:
+        _load().woodstar_libm_link(kind, _address(raw), raw.shape[0], raw.shape[1], float(scale),
+                                   _address(out))
+    return out
 
 
 # XGBoost's float32 post-transforms: the links run in C (woodstar_xgb_link, libm's expf
@@ -306,7 +328,8 @@ def _xgb_transform(name: str, raw: np.ndarray) -> np.ndarray:
 
 # POST_* and XGB_* in c_walk.c: the links woodstar_predict applies itself (bit for bit
 # those of CpuRoute.__call__ and CTreeWalk.__call__); any other is applied in NumPy.
-_POST_CODES = {"identity": 1, "sigmoid": 2, "sigmoid_binary": 3, "identity_binary": 4}
+_POST_CODES = {"identity": 1, "sigmoid": 2, "sigmoid_binary": 3, "identity_binary": 4,
+               **{name: 8 + kind for name, kind in _LIBM_LINKS.items()}}  # POST_LIBM + k
 _POST_XGB = 16
 _XGB_POST_CODES = {"sigmoid": 0, "softmax": 1, "exp": 2, "identity": 3, "sigmoid_binary": 4,
                    "identity_binary": 5}

@@ -109,13 +109,13 @@ def classifier_ir(model, fmt):
     if fmt == "lightgbm":
         from ..frontends import lightgbm as frontend
 
-        dump = model.dump_model()
-        objective = str(dump.get("objective", "")).split(" ")[0]
+        header, trees = frontend._read(model)  # the text format: faster than dump_model()
+        objective = header["objective"].split(" ")[0]
         if objective not in frontend._CLASSIFIER_OBJECTIVES:
             return None
-        n_classes = max(int(dump.get("num_class", 1)), 2)
-        return frontend.ir_from_dump(dump, "Booster", "classifier", classes=list(range(n_classes)),
-                                     feature_names=frontend._feature_names(dump, None))
+        n_classes = 2 if objective == "binary" else max(header["n_per_iteration"], 2)
+        return frontend._ir(header, trees, model.pandas_categorical, "Booster", "classifier",
+                            list(range(n_classes)), frontend._names(header["feature_names"], None))
     if fmt == "xgboost":
         from ..frontends import xgboost as frontend
 

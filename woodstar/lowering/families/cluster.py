@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 
 __all__ = ["NearestCentersNode", "BisectingCentersNode", "GaussianMixtureNode"]
 
@@ -143,7 +144,7 @@ class GaussianMixtureNode(nn.Module):
                 + torch.from_numpy(op.log_gauss_add.astype(np.float64)).to(wide)
         self.register_buffer("extra", extra)
         self.register_buffer("log_weights", torch.from_numpy(op.log_weights.astype(np.float64)).to(wide))
-        self.constant = op.n_features * math.log(2 * math.pi)
+        register_constant(self, "constant", op.n_features * math.log(2 * math.pi))
         k, f = op.n_components, op.n_features
         self.estimate_bytes = lambda n_rows: 8 * n_rows * (k * (f + 6) + 2 * f + 4)
 

@@ -7,6 +7,7 @@ from torch import nn
 
 from ...ir.families.decomposition import _normalize, _row_norms
 from ..ops import register_lowering
+from ._constants import register_constant
 
 __all__ = ["ProjectionNode", "KernelPCANode", "torch_dtype", "in_place"]
 
@@ -69,7 +70,10 @@ class KernelPCANode(nn.Module):
         out = op.output_dtypes([input_dtype])[0]
         self.kernel = op.kernel
         self.kd, self.out = torch_dtype(kd), torch_dtype(out)
-        self.gamma, self.degree, self.coef0 = float(op.gamma), float(op.degree), float(op.coef0)
+        self.degree = float(op.degree)  # a pow exponent: exported exactly
+        register_constant(self, "neg_gamma", -float(op.gamma), self.kd)
+        register_constant(self, "gamma", op.gamma, self.kd)
+        register_constant(self, "coef0", op.coef0, self.kd)
         Y = op.X_fit.astype(kd)
         if op.kernel == "cosine":
             Y = _normalize(Y)
@@ -96,7 +100,7 @@ class KernelPCANode(nn.Module):
             K = K + (x * x).sum(dim=1, keepdim=True)
             K = K + self.fit_norms
             K = torch.clamp_min(K, 0)
-            return torch.exp(K * -self.gamma)
+            return torch.exp(K * self.neg_gamma)
         K = torch.matmul(x, self.fit_t)
         if self.kernel == "linear":
             return K

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 from .decomposition import torch_dtype
 
 __all__ = ["QDAScoresNode", "QDAPosteriorNode", "LogFloorNode"]
@@ -71,7 +72,9 @@ def _qda_posterior(op, input_dtypes, context):
 class LogFloorNode(nn.Module):
     def __init__(self, op, input_dtype):
         super().__init__()
-        self.tiny = float(np.finfo(np.dtype(input_dtype)).smallest_normal)
+        # float64's smallest normal is 0 in float32: it must not become a float32 literal
+        register_constant(self, "tiny", np.finfo(np.dtype(input_dtype)).smallest_normal,
+                          torch_dtype(input_dtype))
         self.estimate_bytes = lambda n_rows: 16 * n_rows * op.n_features
 
     def forward(self, p):

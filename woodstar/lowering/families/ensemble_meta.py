@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 
 __all__ = []
 
@@ -44,7 +45,8 @@ def _indices(x, rule, threshold):
 class LabelNode(nn.Module):
     def __init__(self, op):
         super().__init__()
-        self.rule, self.threshold = op.rule, float(op.threshold)
+        self.rule = op.rule
+        register_constant(self, "threshold", op.threshold)
         _buffer(self, "values", op.values)
         self.estimate_bytes = _estimate(op.n_columns)
 
@@ -59,14 +61,14 @@ def _label(op, input_dtypes, context):
 
 
 # ------------------------------------------------------------------ running sums
-def _logaddexp(x, y):
+def _logaddexp(x, y, log2):
     """NumPy's npy_logaddexp: x + log(2) when equal (so -inf stays -inf), else the
-    larger plus log1p(exp(-|x - y|))."""
+    larger plus log1p(exp(-|x - y|)). ``log2``: a float64 constant tensor."""
     tmp = x - y
     bigger = torch.where(tmp > 0, x, y)
     result = bigger + torch.log1p(torch.exp(-torch.abs(tmp)))
     result = torch.where(torch.isnan(tmp), tmp, result)
-    return torch.where(x == y, x + 0.6931471805599453, result)
+    return torch.where(x == y, x + log2, result)
 
 
 class AccumulateNode(nn.Module):
@@ -74,24 +76,28 @@ class AccumulateNode(nn.Module):
         super().__init__()
         self.n_outputs = op.n_outputs
         self.mode = op.mode
-        self.divisor = float(op.divisor)
-        self.log_divisor = float(np.log(op.divisor)) if op.divisor else 0.0
+        self.has_divisor = bool(op.divisor)
+        register_constant(self, "divisor", op.divisor)
+        register_constant(self, "log_divisor", np.log(op.divisor) if op.divisor else 0.0)
+        register_constant(self, "log2", np.log(2.0))
         self.groups = tuple(op.groups) + (len(op.widths),)
         self.kinds = []
         for i, (width, columns, index) in enumerate(zip(op.widths, op.columns, op.as_index)):
-            weight = float(op.weights[i]) if op.weighted else 1.0
+            weight = f"weight_{i}" if op.weighted else None  # a buffer's name
+            if op.weighted:
+                register_constant(self, weight, op.weights[i])
             if index:
                 # output column of each class index, compared with every output column
                 _buffer(self, f"map_{i}", np.asarray(columns, np.int64), torch.int64)
                 self.kinds.append(("index", weight))
             elif tuple(columns) == tuple(range(op.n_outputs)):
-                self.kinds.append(("identity", weight if op.weighted else None))
+                self.kinds.append(("identity", weight))
             else:
                 # gather from the input padded with one neutral column
                 source = np.full(op.n_outputs, width, dtype=np.int64)
                 source[list(columns)] = np.arange(width)
                 _buffer(self, f"map_{i}", source, torch.int64)
-                self.kinds.append(("gather", weight if op.weighted else None))
+                self.kinds.append(("gather", weight))
         _buffer(self, "positions", np.arange(op.n_outputs), torch.int64)
         self.estimate_bytes = _estimate(op.n_outputs * 4 + sum(op.widths))
 
@@ -100,10 +106,10 @@ class AccumulateNode(nn.Module):
         if kind == "index":
             target = torch.index_select(getattr(self, f"map_{i}"), 0, x[:, 0].to(torch.int64))
             hit = (target.unsqueeze(1) == self.positions.unsqueeze(0)).to(F64)
-            return hit * weight, None
+            return (hit if weight is None else hit * getattr(self, weight)), None
         x = x.to(F64)
         if weight is not None:
-            x = x * weight
+            x = x * getattr(self, weight)
         if kind == "identity":
             return x, None
         pad = torch.full_like(x[:, :1], neutral)
@@ -118,14 +124,14 @@ class AccumulateNode(nn.Module):
             acc = torch.full((n, self.n_outputs), neutral, dtype=F64, device=inputs[0].device)
             for i in range(start, stop):
                 term, _ = self._term(i, inputs[i], neutral)
-                acc = acc + term if self.mode == "add" else _logaddexp(acc, term)
+                acc = acc + term if self.mode == "add" else _logaddexp(acc, term, self.log2)
             if total is None:
                 total = acc
             else:
-                total = total + acc if self.mode == "add" else _logaddexp(total, acc)
+                total = total + acc if self.mode == "add" else _logaddexp(total, acc, self.log2)
         if self.mode == "add":
-            return (total / self.divisor if self.divisor else total,)
-        return (total - self.log_divisor if self.divisor else total,)
+            return (total / self.divisor if self.has_divisor else total,)
+        return (total - self.log_divisor if self.has_divisor else total,)
 
 
 @register_lowering("meta_accumulate")
@@ -141,8 +147,9 @@ class AverageNode(nn.Module):
         self.weighted = len(op.weights) > 0
         weights = op.weights.astype(np.dtype(dtype)) if self.weighted else np.ones(len(op.widths))
         _buffer(self, "weights", weights, self.dtype)
-        self.scale = float(np.sum(op.weights, dtype=np.dtype(dtype))) if self.weighted \
-            else float(len(op.widths))
+        # np.average divides by the weights' sum, a scalar of the result's dtype
+        register_constant(self, "scale", np.sum(op.weights, dtype=np.dtype(dtype)) if self.weighted
+                          else len(op.widths), self.dtype)
         self.estimate_bytes = _estimate(op.widths[0] * 2)
 
     def forward(self, *inputs):
@@ -176,6 +183,8 @@ class CalibrateNode(nn.Module):
         self.n_columns = op.n_columns
         self.numpy_interp = op.numpy_interp
         _buffer(self, "positions", np.arange(op.n_classes), torch.int64)
+        register_constant(self, "uniform", 1 / op.n_classes)
+        register_constant(self, "nearly_one", 1.0 + 1e-5)  # scikit-learn's clip above 1
         self.estimate_bytes = _estimate(op.n_classes * 4 + max(
             [len(op.thresholds(j)[0]) for j in range(op.n_columns)] if op.method == "isotonic" else [1]))
 
@@ -227,9 +236,9 @@ class CalibrateNode(nn.Module):
             proba = torch.stack(columns, dim=1)
             denominator = proba.sum(dim=1, keepdim=True)
             zero = denominator == 0
-            proba = torch.where(zero, torch.full_like(proba, 1 / self.n_classes),
+            proba = torch.where(zero, self.uniform,
                                 proba / torch.where(zero, torch.ones_like(denominator), denominator))
-        proba = torch.where((proba > 1.0) & (proba <= 1.0 + 1e-5), torch.ones_like(proba), proba)
+        proba = torch.where((proba > 1.0) & (proba <= self.nearly_one), torch.ones_like(proba), proba)
         return (proba,)
 
 
@@ -299,18 +308,18 @@ class SammeNode(nn.Module):
     def __init__(self, op):
         super().__init__()
         self.n_classes = op.n_classes
-        self.pos = tuple(float(v) for v in op.pos)
-        self.neg = tuple(float(v) for v in op.neg)
-        self.divisor = float(op.divisor)
+        for i, (pos, neg) in enumerate(zip(op.pos, op.neg)):
+            register_constant(self, f"pos_{i}", pos)
+            register_constant(self, f"neg_{i}", neg)
+        register_constant(self, "divisor", op.divisor)
         _buffer(self, "classes", np.arange(op.n_classes), F64)
         self.estimate_bytes = _estimate(op.n_classes * 4)
 
     def forward(self, *inputs):
         pred = None
-        for x, w, v in zip(inputs, self.pos, self.neg):
+        for i, x in enumerate(inputs):
             hit = x.to(F64) == self.classes.unsqueeze(0)
-            term = torch.where(hit, torch.full_like(hit, w, dtype=F64),
-                               torch.full_like(hit, v, dtype=F64))
+            term = torch.where(hit, getattr(self, f"pos_{i}"), getattr(self, f"neg_{i}"))
             pred = term if pred is None else pred + term
         pred = pred / self.divisor
         if self.n_classes == 2:

@@ -5,7 +5,8 @@ arithmetic and the trend tables are exact as in the IR; ``sin``, ``cos`` and ``e
 are Torch's, and the components are one matrix product, so those can differ from
 NumPy's in the last bits (the NumPy route repeats Prophet's own calls). pandas' nudge
 off a whole second (``nextafter``) is written with a table of powers of two, so that
-every backend can export it.
+every backend can export it. Constants that float32 cannot hold are buffers
+(``register_constant``): exporters would write them as float32 literals.
 """
 
 import math
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 
 _F64 = torch.float64
 
@@ -28,8 +30,8 @@ class _Seconds(nn.Module):
 
     def __init__(self, ticks_per_second):
         super().__init__()
-        self.pps = float(ticks_per_second)
-        self.per_day = 86400.0 * self.pps
+        register_constant(self, "pps", ticks_per_second)
+        register_constant(self, "per_day", 86400.0 * float(ticks_per_second))
         # ticks can pass 2**53 only in units of a microsecond or finer
         self.nudge = ticks_per_second >= 10 ** 6
         _buffer(self, "pow2", [2.0 ** e for e in range(53)])
@@ -72,6 +74,7 @@ class ProphetFeaturesNode(nn.Module):
     def __init__(self, op):
         super().__init__()
         self.seconds = _Seconds(op.ticks_per_second)
+        register_constant(self, "two_pi", math.pi * 2)
         blocks, factors = [], []
         for period, order, condition in zip(op.periods, op.orders, op.conditions):
             blocks.append((int(order), int(condition)))
@@ -96,7 +99,7 @@ class ProphetFeaturesNode(nn.Module):
         parts = []
         if self.blocks:
             t = self.seconds(M[:, 0], M[:, 1]) / 86400.0
-            x_T = (math.pi * 2) * t
+            x_T = self.two_pi * t
             c = self.factors.unsqueeze(0) * x_T.unsqueeze(1)
             waves = torch.stack([torch.sin(c), torch.cos(c)], dim=2).reshape(n, -1)
             start = 0
@@ -121,15 +124,12 @@ class ProphetTrendNode(nn.Module):
     def __init__(self, op):
         super().__init__()
         self.growth = op.growth
-        self.per_day = float(op.ticks_per_day)
-        self.start_days = float(op.start_days)
-        self.start_rem = float(op.start_rem)
-        self.t_scale = float(op.t_scale)
-        self.y_scale = float(op.y_scale)
+        for name in ("ticks_per_day", "start_days", "start_rem", "t_scale", "y_scale",
+                     "floor_value"):
+            register_constant(self, name, getattr(op, name))
+        register_constant(self, "flat", op.offsets[0])
         self.cap_column = int(op.cap_column)
         self.floor_column = int(op.floor_column)
-        self.floor_value = float(op.floor_value)
-        self.flat = float(op.offsets[0])
         _buffer(self, "changepoints", op.changepoints_t)
         _buffer(self, "rates", op.rates)
         _buffer(self, "offsets", op.offsets)
@@ -138,14 +138,14 @@ class ProphetTrendNode(nn.Module):
 
     def forward(self, M):
         M = M.to(_F64)
-        t = ((M[:, 0] - self.start_days) * self.per_day + (M[:, 1] - self.start_rem)) \
+        t = ((M[:, 0] - self.start_days) * self.ticks_per_day + (M[:, 1] - self.start_rem)) \
             / self.t_scale
         if self.floor_column >= 0:
             floor = M[:, self.floor_column]
         else:
-            floor = torch.full_like(t, self.floor_value)
+            floor = self.floor_value.expand_as(t)
         if self.growth == "flat":
-            trend = torch.full_like(t, self.flat)
+            trend = self.flat.expand_as(t)
         else:
             passed = (self.changepoints.unsqueeze(0) <= t.unsqueeze(1)).sum(dim=1)
             k_t, m_t = self.rates[passed], self.offsets[passed]

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 
 __all__ = ["KNeighborsNode", "RadiusNeighborsNode", "CentroidDiscriminantNode"]
 
@@ -35,7 +36,7 @@ class KNeighborsNode(nn.Module):
             self.register_buffer("targets", targets.to(torch.float64))
         else:
             self.register_buffer("targets", torch.from_numpy(op.y.copy()))
-        self.metric, self.p = op.metric, float(op.p)
+        self.metric, self.p = op.metric, float(op.p)  # p: a pow exponent, exported exactly
         self.formula, self.weights, self.mode = op.formula, op.weights, op.mode
         self.n_features, self.width = op.n_features, self.targets.shape[1]
 
@@ -71,6 +72,10 @@ class KNeighborsNode(nn.Module):
         # each found row then masked with +inf; sort and topk would not say which of
         # tied rows comes first, and a stable sort does not export to ONNX or TVM.
         reduced = self.reduced(x)
+        # NaN rows (refused before they get here) as +inf: Torch's argmin takes a NaN
+        # as the minimum, ONNX Runtime's and TVM's do not, and exporters check the
+        # program on rows with NaN
+        reduced = torch.where(torch.isnan(reduced), float("inf"), reduced)
         found, picked = [], []
         for _ in range(self.k):
             index = torch.argmin(reduced, dim=1, keepdim=True)
@@ -112,7 +117,7 @@ class RadiusNeighborsNode(KNeighborsNode):
     def __init__(self, op):
         nn.Module.__init__(self)
         self._setup(op)
-        self.r_reduced = float(op.reduced_radius)
+        register_constant(self, "r_reduced", op.reduced_radius)
         self.outlier_index = int(op.outlier_index) if op.mode == "classifier" else -1
         outlier_row = torch.zeros((1, self.width), dtype=torch.float64)
         if self.outlier_index >= 0:

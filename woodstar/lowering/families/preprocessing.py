@@ -10,6 +10,7 @@ from torch import nn
 
 from ...ir.families.preprocessing import BOUNDS_THRESHOLD, normal_clip_bounds
 from ..ops import register_lowering
+from ._constants import register_constant
 
 
 def _torch_dtype(dtype):
@@ -196,9 +197,11 @@ class QuantileTransformNode(nn.Module):
         self._tables("backward", -q[:, ::-1], np.broadcast_to(-r[::-1], q.shape))
         self.register_buffer("lower", torch.from_numpy(q[:, 0].copy()).unsqueeze(0))
         self.register_buffer("upper", torch.from_numpy(q[:, -1].copy()).unsqueeze(0))
+        register_constant(self, "bounds_threshold", BOUNDS_THRESHOLD, self.dtype)
         if self.normal:
             clip_min, clip_max = normal_clip_bounds()
-            self.clip_min, self.clip_max = float(clip_min), float(clip_max)
+            register_constant(self, "clip_min", clip_min)
+            register_constant(self, "clip_max", clip_max)
         self.n_quantiles = q.shape[1]
         self.estimate_bytes = _estimate(op.n_features * (self.n_quantiles + 8), op.n_features)
 
@@ -232,8 +235,8 @@ class QuantileTransformNode(nn.Module):
         x = x.to(self.dtype)
         if self.normal:
             # the shift in the input's dtype, the comparison in float64 (as NumPy)
-            lower = (x - BOUNDS_THRESHOLD).to(torch.float64) < self.lower
-            upper = (x + BOUNDS_THRESHOLD).to(torch.float64) > self.upper
+            lower = (x - self.bounds_threshold).to(torch.float64) < self.lower
+            upper = (x + self.bounds_threshold).to(torch.float64) > self.upper
         else:
             lower = x.to(torch.float64) == self.lower
             upper = x.to(torch.float64) == self.upper
@@ -245,7 +248,7 @@ class QuantileTransformNode(nn.Module):
         y = torch.where(torch.isnan(x), x, y)
         if self.normal:
             z = torch.special.ndtri(y.to(torch.float64))
-            z = torch.clamp(z, self.clip_min, self.clip_max)
+            z = torch.minimum(torch.maximum(z, self.clip_min), self.clip_max)
             return (z.to(self.dtype),)
         return (y,)
 
@@ -269,15 +272,38 @@ _TORCH_UFUNCS = {
 }
 
 
+# NumPy's deg2rad and rad2deg multiply by one constant of the input's dtype (its float32
+# constant is computed in float32: torch.rad2deg's differs by an ulp); held as a buffer
+_SCALED = ("deg2rad", "rad2deg")
+# ONNX has no Log2 or Log10: the exporter divides Log(x) by a float32 constant, so a
+# float64 program divides by the float64 logarithm of the base itself (within an ulp
+# or two of NumPy's log2 and log10)
+_LOG_BASES = {"log2": 2.0, "log10": 10.0}
+
+
 class UfuncNode(nn.Module):
     def __init__(self, op, dtype):
         super().__init__()
+        self.name = op.name
         self.dtype = _torch_dtype(dtype)
         self.function = _TORCH_UFUNCS[op.name]
+        if op.name in _SCALED:
+            factor = getattr(np, op.name)(np.ones((), dtype=np.dtype(dtype)))
+            register_constant(self, "factor", factor, self.dtype)
+        self.divide_log = op.name in _LOG_BASES and self.dtype == torch.float64
+        if self.divide_log:
+            register_constant(self, "log_base", np.log(_LOG_BASES[op.name]))
         self.estimate_bytes = _estimate(op.n_features, op.n_features)
 
     def forward(self, x):
-        return (self.function(x.to(self.dtype)),)
+        x = x.to(self.dtype)
+        if self.name in _SCALED:
+            return (x * self.factor,)
+        if self.divide_log:
+            return (torch.log(x) / self.log_base,)
+        if self.name == "sign":  # torch.sign(NaN) is 0, NumPy's NaN
+            return (torch.where(torch.isnan(x), x, torch.sign(x)),)
+        return (self.function(x),)
 
 
 @register_lowering("ufunc")

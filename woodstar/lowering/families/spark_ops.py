@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ._constants import register_constant
 
 
 def _first_argmax(values):
@@ -35,7 +36,7 @@ class SparkClassifyNode(nn.Module):
         self.probability = op.probability
         self.prediction = op.prediction
         self.n_classes = op.n_classes
-        self.raw_threshold = float(op.raw_threshold)
+        register_constant(self, "raw_threshold", op.raw_threshold)
         self.register_buffer("thresholds", torch.tensor(
             op.thresholds if op.thresholds else [1.0] * op.n_classes, dtype=torch.float64))
         # a buffer, not a literal: some compilers read float literals as float32

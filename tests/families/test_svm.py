@@ -168,6 +168,10 @@ def test_graph_reference_matches_sklearn(name, models, rng):
 def test_converted_matches_sklearn(name, models, backend, rng):
     """Every method on every backend; float64, float32, integer and single rows; NaN and
     infinity refused as scikit-learn refuses them."""
+    if name in PROBA and backend == "tvm":
+        with pytest.raises(MissingConverter, match="probability=True.*'tvm'"):
+            woodstar.convert(models[name], backend)
+        return
     if name in PROBA and backend != "torch":
         pytest.skip("a traced program holds all of libsvm's 100 coupling iterations (about "
                     "6000 operations): tens of seconds to compile per model; the unrolled "
@@ -208,6 +212,19 @@ def test_compiled_coupling_iterations_match_sklearn(name, backend_name, models, 
     converted = woodstar.convert(model, backend_name)
     for X_in in (X, X.astype(np.float32)):
         _check(converted, model, X_in, backend_name)
+
+
+@pytest.mark.parametrize("name", ["svc_rbf_proba", "nusvc_rbf_ovo_proba"])
+def test_probability_models_are_refused_on_tvm_at_convert_time(name, models):
+    """TVM takes minutes to compile the unrolled coupling iterations (more than two
+    minutes of CPU for a three-class model, unfinished): refused with the reason,
+    before anything is compiled."""
+    from woodstar.backends import all_backends
+
+    if not all_backends()["tvm"].is_available()[0]:
+        pytest.skip("backend tvm is not installed")
+    with pytest.raises(MissingConverter, match=r"probability=True.*\(got 'tvm'\).*minutes"):
+        woodstar.convert(models[name], "tvm")
 
 
 def test_predict_follows_libsvm_votes_not_the_ovr_argmax(models, rng):

@@ -38,6 +38,7 @@ import warnings
 
 import torch
 
+from ..exceptions import MissingConverter
 from ._base import Runner, cuda_index
 from .registry import register_backend
 
@@ -160,6 +161,10 @@ def compile_tvm(module, options, device):
 
 
 def _compile_tvm(module, options, device):
+    for part in module.modules():  # lowered ops that say why TVM cannot take them
+        reason = getattr(part, "refused_by", {}).get("tvm")
+        if reason:
+            raise MissingConverter(reason)
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program

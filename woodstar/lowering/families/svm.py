@@ -6,12 +6,16 @@ mask: a row that libsvm stops for takes zero steps from then on, which leaves it
 values exactly as they were, so no branch depends on the data. Eager calls stop once
 every row has stopped; a traced program (TorchScript, ONNX, TVM, torch.compile) holds
 all the iterations, which makes it large: ``max_iter * (18 k + 10)`` operations.
+TVM takes minutes of CPU time to compile even a three-class model's (more than two
+minutes measured, unfinished), so the TVM backend refuses these at convert time
+(``refused_by``); TorchScript and ONNX build them in tens of seconds.
 """
 
 import numpy as np
 import torch
 from torch import nn
 
+from ...exceptions import unsupported_message
 from ...ir.families.svm import MIN_PROB, pairs_of
 from ..ops import register_lowering
 
@@ -117,6 +121,13 @@ class SVMPairwiseProbaNode(nn.Module):
     """``force_unroll``: run all of libsvm's ``max_iter`` iterations even in eager mode
     (what a traced program always does); otherwise eager calls stop once every row
     has met libsvm's stopping test, after which the iterations change nothing."""
+
+    # backend -> why it refuses a program holding this node (checked at convert time)
+    refused_by = {"tvm": unsupported_message(
+        "a kernel SVM with probability=True", "backend", "tvm",
+        "'torch', 'torch.jit', 'onnx', 'torch.compile' (TVM takes minutes to compile "
+        "libsvm's unrolled probability iterations; the model without probability=True "
+        "converts to TVM)")}
 
     def __init__(self, op, force_unroll=False):
         super().__init__()

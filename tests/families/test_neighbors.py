@@ -8,10 +8,12 @@ in NumPy and are compared within 1e-12 where distance weights use them: the
 brute-force euclidean search takes the rows' norms from BLAS ``ddot`` (its own
 summation order), and ``|d|**p`` for a general Minkowski ``p`` is libm's ``pow`` in
 scikit-learn but NumPy's vectorised power here (a few ULPs). Labels stay identical.
-Exactly tied distances at the k-th place: scikit-learn keeps whichever its search
-met first (KD-tree visit order, heap layout, thread count); woodstar keeps the lower
-training index, so with tied rows we check the neighbour sets wherever the k-th and
-(k+1)-th distances differ (rows where sklearn's own answer is determined).
+Exactly tied distances at the k-th place: scikit-learn keeps whichever rows its
+heap leaves (push order: training-index order or per-thread chunks for brute force,
+visit order for the trees; woodstar/ir/families/neighbors.py says exactly);
+woodstar keeps the lower training index, so with tied rows we check the answers
+wherever the k-th and (k+1)-th distances differ (rows where scikit-learn's own
+answer is determined).
 
 Radius neighbours: scikit-learn sums the neighbours' targets (the regressor's mean,
 the distance-weighted vote) in the order its search returns them, which for the KD
@@ -216,6 +218,42 @@ def test_exact_ties_keep_the_determined_neighbours(rng):
         for row in np.flatnonzero(determined):
             assert set(index[row]) == set(ref_index[row, :4])
         np.testing.assert_array_equal(np.sort(dist, axis=1), np.sort(ref_dist[:, :4], axis=1))
+
+
+@pytest.mark.parametrize("algorithm", ["brute", "kd_tree", "ball_tree"])
+def test_integer_features_match_wherever_the_kth_distance_is_not_tied(algorithm, rng):
+    """Integer-valued features and targets, ties everywhere, many seeds: on every query
+    whose k-th and (k+1)-th distances differ, predict, predict_proba and the
+    regressor's mean equal scikit-learn's bit for bit on the NumPy route and the Torch
+    program (integer targets: the mean's sum
+    is exact in any order); elsewhere the neighbours' distances are the same."""
+    undetermined = 0
+    for _ in range(6):
+        local = np.random.default_rng(rng.integers(1 << 31))
+        X = local.integers(-2, 3, size=(150, 3)).astype(float)
+        y = local.integers(0, 3, 150)
+        t = local.integers(-9, 10, 150).astype(float)
+        Q = local.integers(-2, 3, size=(300, 3)).astype(float)
+        k = int(local.integers(1, 9))
+        models = [KNeighborsClassifier(k, algorithm=algorithm).fit(X, y),
+                  KNeighborsClassifier(k, algorithm=algorithm, weights="distance").fit(X, y),
+                  KNeighborsRegressor(k, algorithm=algorithm).fit(X, t)]
+        distances, _ = models[0].kneighbors(Q, k + 1)
+        determined = distances[:, k - 1] < distances[:, k]
+        undetermined += (~determined).sum()
+        D = Q[determined]
+        for model in models:
+            for config in ({}, {"cpu_route": "program"}):
+                converted = woodstar.convert(model, "torch", extra_config=config)
+                for method in ("predict", "predict_proba"):
+                    if hasattr(model, method):
+                        np.testing.assert_array_equal(getattr(converted, method)(D),
+                                                      getattr(model, method)(D),
+                                                      err_msg=f"{method} {config}")
+        op = woodstar.convert(models[0], "torch").ir.graph.nodes[0].op
+        _, dist = op.neighbours(Q)
+        np.testing.assert_array_equal(np.sort(dist, axis=1), np.sort(distances[:, :k], axis=1))
+    assert undetermined > 0  # the data did tie at the k-th place
 
 
 def test_pipeline(data, rng):

@@ -17,9 +17,31 @@ Distances (``formula``):
 * ``"cosine"``: ``1 - x.t / (|x| |t|)`` clipped to [0, 2] (``cosine_distances``).
 
 Neighbours are ordered by the reduced distance; among rows at exactly the same
-distance the lower training index comes first. (scikit-learn's own choice among
-exactly tied rows at the k-th place depends on its search: the KD tree's visit order,
-the heap it keeps, its thread count; see tests/families/test_neighbors.py.)
+distance the lower training index comes first. Wherever the k-th and (k+1)-th
+distances differ the k nearest are determined and the answers are scikit-learn's.
+Where rows tie at the k-th distance scikit-learn keeps the ones its search leaves in
+a fixed-size max-heap (``sklearn.utils._heap.heap_push``, scikit-learn 1.9): a
+candidate is pushed only when strictly below the heap's largest value, and then
+replaces the root, which is whichever of the tied largest values the heap's layout
+put there (not the highest index, not the last pushed). So the rows kept depend on
+the order the candidates are pushed in:
+
+* brute force (``ArgKmin``): each query's candidates in training-index order when
+  the training rows fit one chunk (256 rows) or the search runs "parallel on X"
+  (more queries than training rows, or more than ``4 * 256 * threads`` queries);
+  otherwise "parallel on Y": each thread fills its own heaps from a static share of
+  the training chunks, then those are pushed into one heap thread after thread, so
+  the choice depends on the thread count of the calling process and the batch size;
+* KD tree and ball tree: the order the depth-first search visits the leaves (by
+  their lower distance bound, nearer child first) and the tree's permutation of the
+  rows within a leaf.
+
+Replaying the first case exactly takes ``n_train`` sequential heap pushes per query
+(thousands of operations in a traced program) and the others depend on the call, so
+the lower index is kept instead. With three features taking five integer values and
+k from 2 to 7 (ties everywhere), about one query in eight kept other rows than brute
+force does and two in three other rows than the trees do; the neighbours' distances
+are the same either way.
 
 ``RadiusNeighbors`` (kind ``radius_neighbors``): every training row whose reduced
 distance is ``<=`` the reduced radius (``r**2`` for euclidean, ``r**p`` for Minkowski,

@@ -12,6 +12,7 @@ that the schema says are strings or re-coded categories are encoded first
 import numpy as np
 
 from ._encode import encode_columns
+from ._onnx_feeds import feeds_matrix, needs_feeds
 from .ir import Head
 
 __all__ = ["to_feature_matrix", "feature_matrix_function", "labels_1d", "labels_are_binary"]
@@ -193,6 +194,8 @@ def to_feature_matrix(X, head: Head, schema, dtype, source_precision="float64") 
     """Validate ``X`` for ``head`` and ``schema`` and return it as C-contiguous ``dtype``
     (no copy when it already is one). ``source_precision`` is the precision the source
     library rounds inputs to: a float64 beyond float32's range is an infinity to it."""
+    if head.input_blocks and (isinstance(X, dict) or needs_feeds(head)):
+        X = feeds_matrix(X, head)  # an ONNX graph's named inputs, side by side
     if head.input_1d:  # one column of labels
         X = labels_1d(X, head)[:, None]
     elif _is_sparse(X):
@@ -241,7 +244,7 @@ def feature_matrix_function(head: Head, schema, source_precision="float64"):
     takes for it, without the look-ups that make up most of a one-row call."""
     n_features = head.n_features
     plain = not head.input_1d and not head.inf_rejected_features \
-        and (schema is None or not schema.needs_encoding)
+        and (schema is None or not schema.needs_encoding) and not needs_feeds(head)
     check_finite = not (head.allows_nan and head.allows_inf)
     source_itemsize = np.dtype(source_precision).itemsize
     dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}

@@ -87,6 +87,10 @@ class Head:
     # exact in float64), "number", "cap", "floor" and "condition" (a boolean) one each.
     output_names: Tuple[str, ...] = ()
     frame_columns: Tuple[Tuple[str, str], ...] = ()
+    # ONNX graphs (frontends/onnx_ml): the graph's input tensors as (name, element type
+    # "float"/"double"/"int64"/"string", width), in matrix order; the container also
+    # takes a dict {name: array} as ONNX Runtime does (woodstar/_onnx_feeds.py).
+    input_blocks: Tuple[Tuple[str, str, int], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -103,6 +107,8 @@ class Head:
         object.__setattr__(self, "output_names", tuple(str(n) for n in self.output_names))
         object.__setattr__(self, "frame_columns",
                            tuple((str(n), str(r)) for n, r in self.frame_columns))
+        object.__setattr__(self, "input_blocks",
+                           tuple((str(n), str(e), int(w)) for n, e, w in self.input_blocks))
 
     @property
     def class_groups(self) -> Tuple[int, ...]:

@@ -128,11 +128,3 @@ def test_skl2onnx_binary_mlp_classifier(backend, rng, zipmap):
     probabilities are ONNX Runtime's to the bit, NaN rows included."""
     model = _mlp_classifier_graph(rng, [3, 7], zipmap)
     check(model, _rows(rng, 300, 6, nan=0.05), backend)
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_multiclass_mlp_classifier_softmax_is_refused(rng):
-    """ONNX Runtime's Softmax runs MLAS's vectorized exp, which woodstar does not mirror."""
-    model = _mlp_classifier_graph(rng, [0, 1, 2], False)
-    with pytest.raises(MissingConverter, match="Softmax"):
-        woodstar.convert(model, "torch")

@@ -140,21 +140,81 @@ def _refused(graph, match):
         woodstar.convert(graph, "torch")
 
 
-def test_probabilities_are_refused(rng):
+def _probability_svc(rng, n_classes, kernel="rbf", extra=None, **options):
     from sklearn.svm import SVC
 
-    X, y = _data(rng)
-    _refused(_graph(SVC(probability=True).fit(X, y > 0), X), "prob_a")
+    X, y = _data(rng, n_rows=200)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    model = SVC(probability=True, random_state=int(rng.integers(1 << 30)),
+                **_kernel_args(rng, kernel, extra or {})).fit(X, labels)
+    return _graph(model, X, **options)
+
+
+@pytest.mark.parametrize("backend,kernel,extra,n_classes", [
+    ("torch", "linear", {}, 2), ("torch", "rbf", {}, 3), ("torch", "poly", {"degree": 2}, 5),
+    ("torch", "sigmoid", {}, 4), ("torch.jit", "linear", {}, 3)],
+    ids=["linear2", "rbf3", "poly2_5", "sigmoid4", "jit_linear3"])
+def test_probabilities(backend, rng, kernel, extra, n_classes):
+    """prob_a/prob_b: ONNX Runtime's Platt scaling of each pair score and its pairwise
+    coupling (up to 100 float32 sweeps, each row stopping on its own), bit for bit;
+    NaN rows stay at 1 / n_classes there."""
+    check(_probability_svc(rng, n_classes, kernel, extra, zipmap=False), _rows(rng, 300, 5),
+          backend)
+
+
+def test_probabilities_with_zipmap_and_string_labels(rng):
+    from sklearn.svm import SVC
+
+    X, y = _data(rng, n_rows=200)
+    labels = np.array(["ant", "bee", "cat", "dog"])[np.digitize(y, [-1.0, 0.0, 1.0])]
+    model = SVC(kernel="linear", probability=True, random_state=0).fit(X, labels)
+    check(_graph(model, X), _rows(rng, 200, 5), "torch")
+
+
+def test_probabilities_one_row_and_steep_platt_curves(rng):
+    """Steep Platt curves: many pair probabilities pinned at the 1e-7 and 1 - 1e-7
+    clamps, often inconsistent with each other. The coupling's stopping rule decides
+    the last bits (one sweep more or less changes most rows), so it is checked here
+    too; one-row calls included."""
+    from onnx import helper
+
+    graph = _probability_svc(rng, 5, kernel="linear", zipmap=False)
+    node = graph.graph.node[0]
+    for a in node.attribute:
+        if a.name in ("prob_a", "prob_b"):
+            values = rng.normal(scale=40.0, size=len(a.floats)).astype(np.float32)
+            a.CopyFrom(helper.make_attribute(a.name, values.tolist()))
+    containers = [woodstar.convert(graph, "torch"),
+                  woodstar.convert(graph, "torch", extra_config={"cpu_route": "program"})]
+    batch = _rows(rng, 300, 5)
+    expected = session(graph).run(None, {"X": batch})
+    for container in containers:
+        np.testing.assert_array_equal(container.predict(batch), expected[0])
+        np.testing.assert_array_equal(container.predict_proba(batch), expected[1])
+    for row in (batch[i:i + 1] for i in range(0, 300, 50)):
+        expected = session(graph).run(None, {"X": row})
+        for container in containers:
+            np.testing.assert_array_equal(container.predict_proba(row), expected[1])
+
+
+def test_probabilities_of_the_wrong_length_are_refused(rng):
+    from onnx import helper
+
+    graph = _probability_svc(rng, 3, zipmap=False)
+    node = graph.graph.node[0]
+    for a in node.attribute:
+        if a.name == "prob_a":
+            a.CopyFrom(helper.make_attribute("prob_a", list(a.floats)[:2]))
+    with pytest.raises(MissingConverter, match="prob_a and prob_b"):
+        woodstar.convert(graph, "torch")
 
 
 def test_refusals(rng):
-    from sklearn.svm import SVC, SVR, OneClassSVM
+    from sklearn.svm import SVR, OneClassSVM
 
     X, y = _data(rng)
     _refused(_graph(OneClassSVM().fit(X), X), "Sign")
     _refused(_graph(SVR(kernel="poly", degree=4).fit(X, y), X), "degree")
-    labels = np.digitize(y, [-0.5, 0.3])
-    _refused(_graph(SVC().fit(X, labels), X, zipmap=False), "Less")  # one-vs-rest scores
     graph = _graph(SVR().fit(X, y), X)
     from onnx import helper
 

@@ -268,15 +268,69 @@ def test_unknown_operator_is_refused_by_name_domain_and_node(rng):
     from onnx import helper
 
     model = random_tree_graph(rng, classifier=False, n_targets=1)
-    model = _with_node(model, helper.make_node("Abs", ["variable"], ["abs"], name="absolute"))
-    with pytest.raises(MissingConverter, match=r"Abs.*ai\.onnx.*absolute"):
+    model = _with_node(model, helper.make_node("Sign", ["variable"], ["sign"], name="signs"))
+    with pytest.raises(MissingConverter, match=r"Sign.*ai\.onnx.*signs"):
         woodstar.convert(model, "torch")
 
 
+@pytest.mark.parametrize("n_targets", [1, 3])
+def test_plain_operator_on_a_regressors_values(rng, n_targets):
+    """Abs of a tree regressor's (n, n_targets) values, against ONNX Runtime."""
+    from onnx import helper
+
+    model = random_tree_graph(rng, classifier=False, n_targets=n_targets)
+    model = _with_node(model, helper.make_node("Abs", ["variable"], ["abs"], name="absolute"))
+    model.graph.output[0].name = "abs"
+    check(model, grid_rows(rng, 200, 4), "torch")
+
+
+@FAST_BACKENDS
 @pytest.mark.parametrize("aggregate", ["MIN", "MAX"])
-def test_min_max_aggregation_is_refused(rng, aggregate):
-    model = random_tree_graph(rng, classifier=False, n_targets=1, aggregate=aggregate)
-    with pytest.raises(MissingConverter, match=f"aggregate_function.*{aggregate}"):
+@pytest.mark.parametrize("n_targets,base",
+                         [(1, None), (1, [0.25]), (3, None), (3, [0.5, -1.0, 2.0])],
+                         ids=["one", "one_base", "three", "three_bases"])
+def test_min_max_aggregation(backend, rng, aggregate, n_targets, base):
+    """The first tree's weight, then each next one only when strictly smaller (larger),
+    plus the base values; ties between equal weights included (a coarse weight grid)."""
+    model = random_tree_graph(rng, classifier=False, n_targets=n_targets, aggregate=aggregate,
+                              base_values=base, n_trees=9)
+    attr = {a.name: a for a in model.graph.node[0].attribute}
+    weights = np.round(np.asarray(attr["target_weights"].floats) * 2) / 2  # many ties
+    del attr["target_weights"].floats[:]
+    attr["target_weights"].floats.extend(weights.tolist())
+    check(model, grid_rows(rng, 300, 4), backend)
+
+
+@pytest.mark.parametrize("aggregate", ["MIN", "MAX"])
+def test_min_max_on_a_double_input(rng, aggregate):
+    """Compared and added to the base values in double, written as float."""
+    model = random_tree_graph(rng, classifier=False, n_targets=2, aggregate=aggregate,
+                              base_values=[1e3, -0.1], input_type="double", n_trees=9)
+    check(model, grid_rows(rng, 300, 4, dtype=np.float64), "torch")
+
+
+@FAST_BACKENDS
+@pytest.mark.parametrize("aggregate", ["MIN", "MAX"])
+def test_min_max_with_a_target_no_tree_writes(backend, rng, aggregate):
+    """A target no tree weights has no score: 0, whatever its base value."""
+    model = random_tree_graph(rng, classifier=False, n_targets=3, aggregate=aggregate,
+                              base_values=[0.5, -1.5, 2.0], targets_per_tree=lambda t: [t % 2],
+                              post_transform="SOFTMAX")
+    check(model, grid_rows(rng, 300, 4), backend)
+
+
+def test_min_max_with_a_target_on_some_leaves_only_is_refused(rng):
+    model = random_tree_graph(rng, classifier=False, n_targets=2, n_trees=2, depth=2,
+                              aggregate="MIN")
+    attr = {a.name: a for a in model.graph.node[0].attribute}
+    ids = list(attr["target_ids"].ints)
+    keep = [i for i in range(len(ids)) if i != 1]  # the first leaf loses its second target
+    for name in ("target_ids", "target_nodeids", "target_treeids", "target_weights"):
+        field = attr[name].floats if name == "target_weights" else attr[name].ints
+        values = list(field)
+        del field[:]
+        field.extend([values[i] for i in keep])
+    with pytest.raises(MissingConverter, match="MIN/MAX.*some leaves only"):
         woodstar.convert(model, "torch")
 
 
@@ -297,13 +351,15 @@ def test_target_on_some_leaves_only_is_refused(rng):
         woodstar.convert(model, "torch")
 
 
-def test_two_inputs_are_refused(rng):
+def test_a_second_input_the_trees_do_not_read(rng):
+    """Each input takes its columns of woodstar's input (test_inputs.py has more)."""
     from onnx import TensorProto, helper
 
     model = random_tree_graph(rng, classifier=False, n_targets=1)
     model.graph.input.append(helper.make_tensor_value_info("Z", TensorProto.FLOAT, [None, 2]))
-    with pytest.raises(MissingConverter, match="number of inputs"):
-        woodstar.convert(model, "torch")
+    feeds = {"X": grid_rows(rng, 200, 4), "Z": rng.normal(size=(200, 2)).astype(np.float32)}
+    (expected,) = session(model).run(None, feeds)
+    np.testing.assert_array_equal(woodstar.convert(model, "torch").predict(feeds), expected)
 
 
 @pytest.mark.parametrize("classifier", [False, True])

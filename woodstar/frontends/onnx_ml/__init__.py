@@ -2,17 +2,32 @@
 
 The graph is read node by node; each supported operator (``HANDLERS``, by domain and
 type) adds woodstar ops, and any other operator is refused by name, domain and node.
-Supported: one float or double input tensor of known width; one model node
+Inputs (``inputs.py``): one or several float, double, int64 or string tensors of
+shape (n, k) or (n,), side by side in woodstar's input matrix; string columns are
+codes in the schema's vocabulary, so no tensor holds a string (``tensors.py``). The
+container takes a dict {input name: array} as ONNX Runtime does, a DataFrame of the
+inputs' columns (an input of width 1 is the column of its name, a wider input ``x``
+the columns ``x_0``, ``x_1``, ...) or an array of every column
+(``woodstar/_onnx_feeds.py``). ``OneHotEncoder`` and ``LabelEncoder`` (opsets 1, 2
+and 4) become the ``one_hot`` and ``ordinal`` ops (``encoders.py``); ``Concat``,
+``Reshape``, ``Gather``, ``ArrayFeatureExtractor``, ``Identity`` and ``Cast`` (int64
+to float) also move int64, string and higher-rank tensors. A graph whose one output
+is an int64 or string column a LabelEncoder wrote gives it as ``predict``.
+Supported after those: one model node
 (``TreeEnsembleRegressor``/``TreeEnsembleClassifier``, ``LinearRegressor``/
-``LinearClassifier``, ``SVMRegressor``/``SVMClassifier``) whose outputs are the
-graph's, after ``Scaler``, ``Imputer``,
+``LinearClassifier``, ``SVMRegressor``/``SVMClassifier``; an SVMClassifier's pair
+scores may go on through ``Less``, ``Neg``, ``Abs``, ``Sum`` and elementwise
+``Add``/``Sub``/``Mul``/``Div``, skl2onnx's one-vs-rest graph, whose per-class scores
+become its probabilities: ``plain_ops.py``) whose outputs are the graph's, after
+``Scaler``, ``Imputer``,
 ``Normalizer``, ``Cast``, ``Add``/``Sub``/``Mul``/``Div`` by a constant, ``Concat``,
 ``FeatureVectorizer``, ``ArrayFeatureExtractor`` and ``Binarizer`` on its input,
-or no model node but ``MatMul``/``Gemm`` by constants, ``Relu``, ``Sigmoid`` and
+or no model node but ``MatMul``/``Gemm`` by constants, ``Relu``, ``Sigmoid``,
+``Softmax`` (float, over each row: MLAS's kernels, see ``plain_ops.py``) and
 ``Reshape`` (a multi-layer perceptron's graph, read as a regressor; with ``ArgMax``
 and an ``ArrayFeatureExtractor`` of constant classes, a classifier deciding by the
-first largest probability), and ``Normalizer``, ``Cast``, ``Identity`` and
-``ZipMap`` on its outputs.
+first largest probability; an opset-5 ``TreeEnsemble``'s scores may start such a
+classifier), and ``Normalizer``, ``Cast``, ``Identity`` and ``ZipMap`` on its outputs.
 
 A classifier's container gives ``predict`` (the graph's labels) and
 ``predict_proba``: the plain probability matrix, also where the graph ends in ZipMap
@@ -24,13 +39,19 @@ Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own, to the bit 
 import numpy as np
 
 from ...exceptions import MissingConverter, unsupported_message
-from ...ir import INPUT, ColumnOps, Concat, GraphBuilder, Head, ModelIR, Select, ValueType
+from ...ir import INPUT, ColumnOps, Concat, GraphBuilder, Head, ModelIR, SchemaBuilder, Select
 from ...ir.families.onnx_ops import (NORMS, OnnxBinarizer, OnnxCast, OnnxLinear, OnnxNormalizer,
                                      OnnxSigmoid)
 from ..registry import register_frontend
 from ._attributes import attributes, node_label, refuse
+from .encoders import handle_label_encoder, handle_one_hot_encoder
+from .inputs import (bind_inputs, feature_names, graph_inputs, input_blocks, schema_columns,
+                     single_float_input)
 from .linear import linear_op
+from .plain_ops import (handle_binary, handle_compare, handle_softmax, handle_sum, handle_unary,
+                        labels_beside_features, reading_blocks)
 from .svm import svm_op
+from .tensors import HANDLER_PAIRS, handle_gather, table_index, typed
 from .trees import tree_ensemble_ops
 from .tree_ensemble5 import handle_tree_ensemble5
 
@@ -447,21 +468,31 @@ HANDLERS = {
     (ML, "ZipMap"): _zipmap,
     (ML, "Binarizer"): _binarizer,
     (ML, "FeatureVectorizer"): _concat,
-    (ML, "ArrayFeatureExtractor"): _array_feature_extractor,
-    ("", "Concat"): _concat,
-    ("", "Identity"): _identity,
+    (ML, "ArrayFeatureExtractor"): typed(_array_feature_extractor,
+                                         HANDLER_PAIRS["ArrayFeatureExtractor"]),
+    ("", "Concat"): typed(reading_blocks(_concat), HANDLER_PAIRS["Concat"]),
+    ("", "Identity"): typed(_identity, HANDLER_PAIRS["Identity"]),
     ("", "MatMul"): _matmul,
     ("", "Gemm"): _matmul,
     ("", "Relu"): _relu,
-    ("", "Sigmoid"): _sigmoid,
-    ("", "Reshape"): _reshape,
+    ("", "Sigmoid"): reading_blocks(_sigmoid),
+    ("", "Softmax"): handle_softmax,
+    ("", "Neg"): handle_unary,
+    ("", "Abs"): handle_unary,
+    ("", "Less"): handle_compare,
+    ("", "Greater"): handle_compare,
+    ("", "Sum"): handle_sum,
+    ("", "Reshape"): typed(_reshape, HANDLER_PAIRS["Reshape"]),
     ("", "Constant"): _constant,
-    ("", "Add"): _arithmetic,
-    ("", "Sub"): _arithmetic,
-    ("", "Mul"): _arithmetic,
-    ("", "Div"): _arithmetic,
-    ("", "Cast"): _cast,
-    ("", "ArgMax"): _argmax,
+    ("", "Add"): handle_binary,
+    ("", "Sub"): handle_binary,
+    ("", "Mul"): handle_binary,
+    ("", "Div"): handle_binary,
+    ("", "Cast"): typed(_cast, HANDLER_PAIRS["Cast"]),
+    ("", "ArgMax"): reading_blocks(_argmax),
+    (ML, "OneHotEncoder"): handle_one_hot_encoder,
+    (ML, "LabelEncoder"): handle_label_encoder,
+    ("", "Gather"): handle_gather,
 }
 
 
@@ -471,25 +502,8 @@ def supported_operators():
 
 
 def _input(graph):
-    initializers = {i.name for i in graph.initializer}
-    inputs = [i for i in graph.input if i.name not in initializers]
-    if len(inputs) != 1:
-        raise MissingConverter(unsupported_message(
-            "the ONNX graph", "number of inputs", len(inputs),
-            "one input tensor (several inputs or string inputs are not read yet)"))
-    value = inputs[0]
-    tensor = value.type.tensor_type
-    if tensor.elem_type not in (_FLOAT, _DOUBLE):
-        raise MissingConverter(unsupported_message(
-            "the ONNX graph", f"input {value.name!r} of element type", tensor.elem_type,
-            "float (1) or double (11) tensors"))
-    dims = tensor.shape.dim
-    if len(dims) != 2 or not dims[1].dim_value:
-        raise MissingConverter(unsupported_message(
-            "the ONNX graph", f"input {value.name!r} of shape",
-            [d.dim_value or d.dim_param or "?" for d in dims],
-            "(n, n_features) with a known n_features"))
-    return value, (np.float32 if tensor.elem_type == _FLOAT else np.float64), int(dims[1].dim_value)
+    """The graph's input tensors (``inputs.py``)."""
+    return graph_inputs(graph)
 
 
 def _versions():
@@ -516,10 +530,18 @@ def _head(result, n_features, allows_nan):
 @register_frontend("onnx", "ModelProto")
 def from_onnx(model, options):
     graph = model.graph
-    value, dtype, n_features = _input(graph)
-    builder = GraphBuilder(ValueType.floats(n_features))
+    inputs = _input(graph)
+    n_features = sum(i.width for i in inputs)
+    schema = SchemaBuilder(*schema_columns(inputs))
+    builder = GraphBuilder(schema.value_type)
     state = _State(builder)
-    state.values[value.name] = ("features", _Features(INPUT, dtype, n_features))
+    state.schema = schema  # string inputs' vocabularies, grown as encoders ask
+    state.ml_opset = {o.domain: o.version for o in model.opset_import}.get(ML, 1)
+    if single_float_input(inputs):  # read straight from woodstar's input, as before
+        dtype = np.float32 if inputs[0].element == "float" else np.float64
+        state.values[inputs[0].name] = ("features", _Features(INPUT, dtype, n_features))
+    else:
+        bind_inputs(state, inputs, n_features)
     from onnx import numpy_helper
 
     for initializer in graph.initializer:
@@ -537,6 +559,27 @@ def from_onnx(model, options):
             raise MissingConverter(unsupported_message(
                 "the ONNX graph", "output", out.name, "outputs written by supported nodes"))
         outputs.append(state.values[out.name])
+    outputs = labels_beside_features(state, outputs)
+
+    def model_ir(head, raw, transformed):
+        head = head.replace(feature_names=feature_names(inputs), input_blocks=input_blocks(inputs))
+        return ModelIR(head=head, graph=builder.build(raw, transformed),
+                       schema=schema.build()).validate()
+
+    if any(role == "tensor" for role, _ in outputs):
+        if len(outputs) != 1:
+            raise MissingConverter(unsupported_message(
+                "the ONNX graph", "outputs", [o.name for o in graph.output],
+                "one int64 or string output, or a model's outputs"))
+        # an encoder's int64 or string output: the index of each row's value in the
+        # values it can hold, read back by ``predict``
+        tensor = outputs[0][1]
+        index, labels = table_index(state, graph.output[0].name, tensor)
+        head = Head(estimator=f"onnx.ModelProto({graph.node[-1].op_type})", task="classification",
+                    n_features=n_features, methods=("predict",), classes=(labels,),
+                    blocks=(("label_index", 0, 1),), labels_as_column=tensor.shape == (1,),
+                    allows_nan=not state.refuses_nan, library_versions=_versions())
+        return model_ir(head, index, index)
     if len(outputs) == 1 and outputs[0][0] == "features" and outputs[0][1].value != INPUT:
         # a graph of plain operators (e.g. an MLP's MatMul, Add, Relu): a regressor
         features = outputs[0][1]
@@ -544,7 +587,7 @@ def from_onnx(model, options):
                     n_features=n_features, methods=("predict",),
                     squeeze_output=getattr(features, "one_dimensional", False),
                     allows_nan=not state.refuses_nan, library_versions=_versions())
-        return ModelIR(head=head, graph=builder.build(features.value, features.value)).validate()
+        return model_ir(head, features.value, features.value)
     if any(isinstance(p, _Features) and role != "features" for role, p in outputs):
         raise MissingConverter(unsupported_message(
             "the ONNX graph", "a ZipMap of columns no classifier's labels", "follow",
@@ -564,4 +607,4 @@ def from_onnx(model, options):
             f"onnx.ModelProto({result.node.op_type})", "a classifier graph whose outputs hold "
             "no labels", sorted(roles), "graphs returning the classifier's labels"))
     head = _head(result, n_features, allows_nan=not state.refuses_nan)
-    return ModelIR(head=head, graph=builder.build(result.raw, result.transformed)).validate()
+    return model_ir(head, result.raw, result.transformed)

@@ -2,10 +2,11 @@
 ``woodstar/ir/families/onnx_ops.py`` for ONNX Runtime's arithmetic it repeats).
 
 Read: the libsvm layout skl2onnx writes for SVR, NuSVR, SVC and NuSVC (support
-vectors, kernels LINEAR, POLY of degree 2 or 3, RBF, SIGMOID). Refused, by name:
-probabilities (``prob_a``/``prob_b``: Platt scaling and ONNX Runtime's pairwise
-coupling are not mirrored yet), ``one_class`` (OneClassSVM's graph), a
-post-transform, the liblinear layout (no support vectors) and other POLY degrees."""
+vectors, kernels LINEAR, POLY of degree 2 or 3, RBF, SIGMOID), with or without
+probabilities (``prob_a``/``prob_b``: ONNX Runtime's Platt scaling and pairwise
+coupling, ``svm_probabilities``). Refused, by name: ``one_class`` (OneClassSVM's
+graph), a post-transform, the liblinear layout (no support vectors) and other POLY
+degrees."""
 
 import numpy as np
 
@@ -53,9 +54,6 @@ def svm_op(node, n_features):
                    (len(coefficients), len(rho)), f"{n_vectors} support vectors, as many "
                    "coefficients, one rho")
         return OnnxSvm(coefficients=coefficients, rho=rho, role="regressor", **common), None
-    if len(a.get("prob_a", [])) or len(a.get("prob_b", [])):
-        refuse(node, "prob_a/prob_b (probability=True)", "given",
-               "none: ONNX Runtime's Platt scaling and pairwise coupling are not mirrored yet")
     strings, ints = a.get("classlabels_strings"), a.get("classlabels_ints")
     labels = np.asarray(strings).astype(str) if strings else np.asarray(ints, np.int64)
     per_class = np.asarray(a.get("vectors_per_class", []), np.int64)
@@ -68,6 +66,11 @@ def svm_op(node, n_features):
     if len(coefficients) != (n_classes - 1) * n_vectors or len(rho) != n_pairs:
         refuse(node, "coefficients and rho of lengths", (len(coefficients), len(rho)),
                f"({(n_classes - 1) * n_vectors}, {n_pairs})")
+    prob_a = a.get("prob_a", np.zeros(0, np.float32))
+    prob_b = a.get("prob_b", np.zeros(0, np.float32))
+    if (len(prob_a), len(prob_b)) not in ((0, 0), (n_pairs, n_pairs)):
+        refuse(node, "prob_a and prob_b of lengths", (len(prob_a), len(prob_b)),
+               f"none, or one each per class pair ({n_pairs})")
     op = OnnxSvm(coefficients=coefficients, rho=rho, role="classifier",
-                 vectors_per_class=per_class, **common)
+                 vectors_per_class=per_class, prob_a=prob_a, prob_b=prob_b, **common)
     return op, labels

@@ -24,7 +24,8 @@ A float input is summed and post-transformed by ``onnx_tree_scores`` (float32, a
 kernel does). A double input is summed by the ``trees`` op itself (float64, tree after
 tree from 0, "mean" dividing by the number of trees), which is the kernel's double
 arithmetic; its post-transforms would run in double and are not repeated, so only
-``NONE`` is read there. ``MIN``/``MAX`` aggregation and ``PROBIT`` are refused.
+``NONE`` is read there. ``MIN``/``MAX`` aggregation is read for a float input (see
+``extreme_tree_scores``); ``PROBIT`` is refused.
 """
 
 import numpy as np
@@ -33,7 +34,7 @@ from ...ir.builder import EnsembleBuilder, bitset_words
 from ...ir.families.onnx_ops import OnnxTreeScores
 from ...ir.tree_ensemble import LE
 from ._attributes import attributes, refuse
-from .trees import _MAX_DEPTH, _MAX_GROWTH, _Tree, _tree_targets, _TreeWriter
+from .trees import _MAX_DEPTH, _MAX_GROWTH, _Tree, _tree_targets, _TreeWriter, check_whole_trees
 
 __all__ = ["tree_ensemble5_ops", "handle_tree_ensemble5", "MODES5"]
 
@@ -197,10 +198,13 @@ def tree_ensemble5_ops(node, input_dtype, n_features):
     dtype = np.float32 if input_dtype == np.float32 else np.float64
     aggregate = a.get("aggregate_function", 1)
     post = a.get("post_transform", 0)
-    if aggregate not in range(len(AGGREGATES5)) or AGGREGATES5[aggregate] not in ("SUM", "AVERAGE"):
-        refuse(node, "aggregate_function (MIN and MAX are not implemented)", aggregate,
-               {0: "AVERAGE", 1: "SUM"})
+    if aggregate not in range(len(AGGREGATES5)):
+        refuse(node, "aggregate_function", aggregate, dict(enumerate(AGGREGATES5)))
     aggregate = AGGREGATES5[aggregate]
+    if dtype == np.float64 and aggregate in ("MIN", "MAX"):
+        refuse(node, "aggregate_function on a double input (the trees op sums a double "
+               "input itself; MIN and MAX are mirrored for float)", aggregate,
+               {0: "AVERAGE", 1: "SUM"})
     if post not in range(len(POST_TRANSFORMS5)) or POST_TRANSFORMS5[post] == "PROBIT":
         refuse(node, "post_transform (PROBIT is not reproduced exactly: ONNX Runtime's "
                "float32 ErfInv amplifies the last bit of logf)", post,
@@ -224,6 +228,8 @@ def tree_ensemble5_ops(node, input_dtype, n_features):
         if dtype == np.float64:  # every tree writes the output columns themselves
             targets = list(range(n_targets))
         per_tree.append((tree_id, tree, leaf_weights, targets))
+    if aggregate in ("MIN", "MAX"):
+        check_whole_trees(node, per_tree)
     width = max(len(p[3]) for p in per_tree)
     builder = EnsembleBuilder(width)
     column_target = []
@@ -253,12 +259,14 @@ def tree_ensemble5_ops(node, input_dtype, n_features):
         column_target=np.asarray(column_target, np.int64),
         base_values=np.zeros(0, np.float32), has_score=np.ones(n_targets, bool),
         role="regressor", accumulate="float32",
-        aggregation="average" if aggregate == "AVERAGE" else "sum", post_transform=post)
+        aggregation=aggregate.lower(), post_transform=post)
     return ensemble, scores, n_targets
 
 
 def handle_tree_ensemble5(node, state):
-    """The ``HANDLERS`` entry: a regressor's values, (n, n_targets)."""
+    """The ``HANDLERS`` entry: a regressor's values, (n, n_targets), or a classifier's
+    scores, which plain operators after it (Add, Softmax, Sigmoid, ArgMax and a label
+    lookup) turn into probabilities and labels (see ``plain_ops.py``)."""
     _, features = state.read(node, 0, ("features",))
     ensemble, scores, n_targets = tree_ensemble5_ops(node, features.dtype.type, features.width)
     if scores is None:
@@ -267,3 +275,5 @@ def handle_tree_ensemble5(node, state):
         (per_tree, _) = state.add(ensemble, [features.value], node, ":trees")
         raw, transformed = state.add(scores, [per_tree], node)
     state.result(node, raw, transformed, None, n_targets)
+    # a classifier's graph reads these values on (Softmax, ArgMax): in the input's type
+    state.results[-1].values_dtype = np.float32 if scores is not None else np.float64

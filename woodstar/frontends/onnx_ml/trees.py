@@ -32,6 +32,7 @@ __all__ = ["tree_ensemble_ops", "MODES"]
 
 MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ", "LEAF")
 POST_TRANSFORMS = ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT")
+AGGREGATIONS = ("SUM", "AVERAGE", "MIN", "MAX")
 _NOT_SUPPORTED = ("nodes_values_as_tensor", "target_weights_as_tensor", "class_weights_as_tensor",
                   "base_values_as_tensor")
 # A tree with EQ/NEQ tests grows when a subtree is copied; beyond this many nodes per
@@ -176,6 +177,18 @@ class _TreeWriter:
                     leaf_value=np.stack(self.leaf_value))
 
 
+def check_whole_trees(node, per_tree):
+    """MIN and MAX compare each tree's weight for a target with the score so far: a tree
+    whose leaves write a target on some rows only would leave that row's comparison
+    to the kernel's ``has_score`` flag, which the per-tree columns do not carry."""
+    for tree_id, _, leaf_weights, targets in per_tree:
+        for k in targets:
+            if not all(k in w for w in leaf_weights.values()):
+                refuse(node, f"MIN/MAX aggregation with tree {tree_id} weighting target {k} on "
+                       "some leaves only", k, "trees that weight a target on all their leaves "
+                       "or on none")
+
+
 def tree_ensemble_ops(node, input_dtype, n_features):
     """(trees op, onnx_tree_scores op, class labels or None) for one tree node."""
     a = attributes(node)
@@ -191,8 +204,8 @@ def tree_ensemble_ops(node, input_dtype, n_features):
     if post not in POST_TRANSFORMS:
         refuse(node, "post_transform", post, POST_TRANSFORMS)
     aggregation = a.get("aggregate_function", "SUM")
-    if aggregation not in ("SUM", "AVERAGE"):
-        refuse(node, "aggregate_function", aggregation, ("SUM", "AVERAGE"))
+    if aggregation not in AGGREGATIONS:
+        refuse(node, "aggregate_function", aggregation, AGGREGATIONS)
     labels = None
     if is_classifier:
         ints, strings = a.get("classlabels_int64s"), a.get("classlabels_strings")
@@ -217,6 +230,8 @@ def tree_ensemble_ops(node, input_dtype, n_features):
         if any(k < 0 or k >= n_targets for k in targets):
             refuse(node, f"tree {tree_id} writes target", targets, f"0..{n_targets - 1}")
         per_tree.append((tree_id, tree, leaf_weights, targets))
+    if aggregation in ("MIN", "MAX"):
+        check_whole_trees(node, per_tree)
     width = max(len(p[3]) for p in per_tree)
     builder = EnsembleBuilder(width)
     column_target = []
@@ -262,7 +277,7 @@ def tree_ensemble_ops(node, input_dtype, n_features):
         column_target=np.asarray(column_target, np.int64),
         base_values=np.asarray(base, np.float32).astype(acc), has_score=always,
         role="classifier" if is_classifier else "regressor", accumulate=acc,
-        aggregation="average" if aggregation == "AVERAGE" and not is_classifier else "sum",
+        aggregation="sum" if is_classifier else aggregation.lower(),
         post_transform=post, binary_case=bool(binary_case),
         weights_all_positive=bool(np.all(class_weights >= 0)))
     return ensemble, scores, labels

@@ -1,8 +1,10 @@
 """Ops that repeat ONNX Runtime's own arithmetic where no woodstar op has it:
 ``onnx_tree_scores`` (below), ``onnx_linear`` (LinearClassifier/LinearRegressor,
 MatMul, Gemm: MLAS's SGEMM), ``onnx_normalizer``, ``onnx_binarizer``, ``onnx_sigmoid``
-(MLAS's logistic), ``onnx_cast`` and ``onnx_svm`` (SVMRegressor/SVMClassifier: MLAS's
-SGEMM, its one-row kernel, its tanh, glibc's expf); each class says what it repeats.
+(MLAS's logistic), ``onnx_cast``, ``onnx_svm`` (SVMRegressor/SVMClassifier: MLAS's
+SGEMM, its one-row kernel, its tanh, glibc's expf; Platt scaling and pairwise coupling),
+``onnx_softmax`` (MLAS's softmax kernels) and ``onnx_elementwise`` (plain float32
+operators); each class says what it repeats.
 Every op's arithmetic is written once, over a small set of array operations (``NumpyMath``
 here, a Torch twin in the lowering), so the CPU route and the programs agree.
 
@@ -49,6 +51,7 @@ __all__ = ["OnnxTreeScores", "OnnxLinear", "OnnxNormalizer", "OnnxCast", "OnnxBi
            "mlas_logistic", "sigmoid_columns", "OnnxSvm", "svm_scores", "mlas_tanh"]
 
 POST_TRANSFORMS = ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT")
+TREE_AGGREGATIONS = ("sum", "average", "min", "max")
 ROLES = ("regressor", "classifier")
 _ARRAYS = {"column_target": np.int64, "base_values": np.float64, "has_score": np.bool_}
 
@@ -199,6 +202,8 @@ def tree_scores(op, per_tree, math=NumpyMath):
     # tensor, whose promotion rules differ)
     base = [math.full(per_tree, b, acc) for b in op.base_values.tolist()]
     has = list(op.has_score.tolist())
+    if op.aggregation in ("min", "max"):
+        return extreme_tree_scores(op, per_tree, math)
     if op.role == "regressor":
         if op.aggregation == "average":
             n = math.full(per_tree, op.n_trees, acc)
@@ -327,8 +332,8 @@ class OnnxTreeScores(Op):
         self.expect(self.role in ROLES, f"role {self.role!r} not in {ROLES}")
         self.expect(self.accumulate in ("float32", "float64"),
                     f"accumulate {self.accumulate!r} is not float32 or float64")
-        self.expect(self.aggregation in ("sum", "average"),
-                    f"aggregation {self.aggregation!r} is not sum or average")
+        self.expect(self.aggregation in TREE_AGGREGATIONS,
+                    f"aggregation {self.aggregation!r} not in {TREE_AGGREGATIONS}")
         self.expect(self.post_transform in POST_TRANSFORMS,
                     f"post_transform {self.post_transform!r} not in {POST_TRANSFORMS}")
         self.expect(self.n_trees >= 1 and self.width >= 1 and self.n_targets >= 1,
@@ -912,7 +917,10 @@ def svm_scores(op, X, arrays, math=NumpyMath):
         better = votes[k] > best_votes
         best = math.where(better, _f32(math, float(k), best), best)
         best_votes = math.where(better, votes[k], best_votes)
-    out = [-scores[0], scores[0]] if op.n_classes == 2 else scores
+    if len(op.prob_a):
+        out = svm_probabilities(op, scores, math)
+    else:
+        out = [-scores[0], scores[0]] if op.n_classes == 2 else scores
     return math.stack(scores), math.stack(out + [best])
 
 
@@ -947,10 +955,13 @@ class OnnxSvm(Op):
     gamma: float = 0.0
     coef0: float = 0.0
     degree: float = 3.0
+    prob_a: np.ndarray = ()  # classifier with probabilities: one per class pair
+    prob_b: np.ndarray = ()
 
     def __post_init__(self):
         for name, dtype in (("support_vectors", np.float32), ("coefficients", np.float32),
-                            ("rho", np.float32), ("vectors_per_class", np.int64)):
+                            ("rho", np.float32), ("vectors_per_class", np.int64),
+                            ("prob_a", np.float32), ("prob_b", np.float32)):
             value = np.ascontiguousarray(getattr(self, name), dtype=dtype)
             value.flags.writeable = False
             object.__setattr__(self, name, value)
@@ -988,6 +999,8 @@ class OnnxSvm(Op):
     def output_width(self):
         if self.role == "regressor":
             return 1
+        if len(self.prob_a):
+            return self.n_classes + 1
         return max(self.n_pairs, 2) + 1
 
     def validate(self):
@@ -1007,6 +1020,11 @@ class OnnxSvm(Op):
             self.expect(self.coefficients.size == (self.n_classes - 1) * self.n_vectors,
                         "a classifier needs (n_classes - 1) x n_vectors coefficients")
             self.expect(len(self.rho) == self.n_pairs, "a classifier needs one rho per class pair")
+            self.expect(len(self.prob_a) == len(self.prob_b) and
+                        len(self.prob_a) in (0, self.n_pairs),
+                        "prob_a and prob_b need one value each per class pair (or none)")
+        self.expect(self.role == "classifier" or len(self.prob_a) == 0,
+                    "a regressor has no probabilities")
         return self
 
     def output_types(self, input_types):
@@ -1027,8 +1045,401 @@ class OnnxSvm(Op):
         meta = {name: getattr(self, name) for name in ("role", "kernel")}
         meta.update({name: float(getattr(self, name)) for name in ("gamma", "coef0", "degree")})
         return meta, {name: getattr(self, name) for name in (
-            "support_vectors", "coefficients", "rho", "vectors_per_class")}
+            "support_vectors", "coefficients", "rho", "vectors_per_class", "prob_a", "prob_b")}
 
     @classmethod
     def from_saved(cls, meta, arrays):
         return cls(**meta, **arrays)
+
+
+# ----------------------------------------------------------------------- softmax
+# ONNX ``Softmax`` on float: ONNX Runtime calls MLAS's MlasComputeSoftmax, row by row:
+# the row's maximum, then each ``exp(x - max)`` by MLAS's vectorized exp and their sum,
+# then every exp times ``1 / sum``. These are the x86-64 AVX-512F kernels (the ones
+# ONNX Runtime picks on a CPU with AVX-512F): each fused multiply-add rounds once.
+_MLAS_EXP = {name: np.float32(value) for name, value in dict(
+    lower=-103.9720840454, rounding_bias=12582912.0, log2_reciprocal=1.44269504088896341,
+    log2_high=-6.93145752e-1, log2_low=-1.42860677e-6).items()}
+_MLAS_EXP_POLY = tuple(np.float32(float.fromhex(h)) for h in (
+    "0x1.694000p-10", "0x1.125edcp-7", "0x1.555b5ap-5", "0x1.555450p-3", "0x1.fffff6p-2",
+    "0x1.000000p+0"))
+# MlasComputeSumExpF32KernelAvx512F adds the exps in 16 lanes (element j in lane j % 16)
+SOFTMAX_SUM_LANES = 16
+
+
+def exact_fma32(math, a, b, c):
+    """float32 ``a * b + c`` rounded once, as an FMA instruction, from float64 steps a
+    program can export: the product of two float32 values is exact in float64; the
+    float64 sum ``s`` and its rounding error (Knuth's two-sum) are exact together. Then
+    rounding ``s`` to float32 is the FMA's answer except where ``s`` falls exactly
+    halfway between two float32 values and the error pushes the exact sum off that
+    point: there the answer is the neighbour on the error's side."""
+    product = math.cast(a, "float64") * math.cast(b, "float64")
+    addend = math.cast(c, "float64")
+    s = product + addend
+    back = s - product
+    err = (product - (s - back)) + (addend - back)
+    rounded = math.cast(s, "float32")
+    d = s - math.cast(rounded, "float64")  # exact: s is within half a float32 step
+    other = s + d  # the float32 neighbour on s's side when s is halfway
+    halfway = (((d - d) == 0) & (d != 0) &
+               (math.cast(math.cast(other, "float32"), "float64") == other))
+    away = (err != 0) & ((err > 0) == (d > 0))
+    return math.where(halfway & away, math.cast(other, "float32"), rounded)
+
+
+def mlas_exp_avx512(math, d):
+    """MLAS's exp of float32 ``d`` (<= 0 in a softmax): clamp below at -103.97 (a NaN
+    stays NaN), ``m = round(d / ln 2)`` through the rounding-bias trick, a two-step
+    reduction and a degree-6 polynomial by FMAs, then ``p * 2^m`` rounded once
+    (``vscalefps``; small results come out subnormal, never flushed)."""
+    c = {name: _f32(math, value, d) for name, value in _MLAS_EXP.items()}
+    d = math.where(c["lower"] > d, c["lower"], d)
+    biased = exact_fma32(math, d, c["log2_reciprocal"], c["rounding_bias"])
+    m = biased - c["rounding_bias"]
+    r = exact_fma32(math, m, c["log2_high"], d)
+    r = exact_fma32(math, m, c["log2_low"], r)
+    poly = [_f32(math, value, d) for value in _MLAS_EXP_POLY]
+    p = poly[0]
+    for k in poly[1:]:
+        p = exact_fma32(math, p, r, k)
+    p = exact_fma32(math, p, r, poly[-1])
+    m64 = math.cast(m, "float64")
+    finite = math.where(m64 == m64, m64, math.zeros(m64, "float64"))
+    return math.cast(math.cast(p, "float64") * math.pow2(finite), "float32")
+
+
+def _lane_sum(columns):
+    """The AVX-512F kernel's sum: 16 lanes added in element order, then the upper eight
+    lanes onto the lower, then pairs, pairs of pairs, and the two halves."""
+    lanes = [None] * SOFTMAX_SUM_LANES
+    for j, e in enumerate(columns):
+        k = j % SOFTMAX_SUM_LANES
+        lanes[k] = e if lanes[k] is None else lanes[k] + e
+    a = []
+    for i in range(8):
+        low, high = lanes[i], lanes[i + 8]
+        a.append(low if high is None else (high if low is None else high + low))
+
+    def add(x, y):  # a lane no element reached holds 0, and x + 0 is x (every exp >= 0)
+        return x if y is None else (y if x is None else x + y)
+
+    return add(add(add(a[0], a[1]), add(a[2], a[3])), add(add(a[4], a[5]), add(a[6], a[7])))
+
+
+def softmax_columns(op, X, math=NumpyMath):
+    """ONNX Runtime's float ``Softmax`` over each row's ``op.width`` columns (see the
+    block's comment). A NaN anywhere in a row makes the whole row NaN, as in MLAS
+    (its exp is NaN, so is the sum); a row of -inf keeps the kernel's own answer."""
+    X = math.cast(X, "float32")
+    columns = [math.column(X, j) for j in range(op.width)]
+    # vmaxps/vmaxss keep the running maximum unless the new value is larger (a NaN is
+    # skipped; its row is NaN whatever the maximum), from float32's lowest value
+    v_max = _f32(math, np.finfo(np.float32).min, columns[0])
+    for c in columns:
+        v_max = math.where(v_max > c, v_max, c)
+    negative_max = -v_max
+    exps = [mlas_exp_avx512(math, c + negative_max) for c in columns]
+    scale = _f32(math, 1.0, columns[0]) / _lane_sum(exps)
+    return math.stack([e * scale for e in exps])
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class OnnxSoftmax(Op):
+    """ONNX ``Softmax`` over the columns of a float block, as ONNX Runtime computes it
+    (``softmax_columns``: MLAS's kernels)."""
+
+    kind = "onnx_softmax"
+
+    width: int
+
+    def output_types(self, input_types):
+        return [ValueType.floats(self.numeric_input(input_types, self.width).width)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float32)]
+
+    def reference(self, inputs):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return [softmax_columns(self, inputs[0])]
+
+    def to_saved(self):
+        return {"width": self.width}, {}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(**meta)
+
+
+__all__ += ["OnnxSoftmax", "softmax_columns", "mlas_exp_avx512", "exact_fma32"]
+
+
+# ------------------------------------------------------------ elementwise operators
+# Plain ONNX operators between float blocks (skl2onnx's one-vs-rest SVC graph: Sum,
+# Add, Mul, Div, Abs, Neg, Less): each an IEEE float32 operation, which NumPy, Torch
+# and ONNX Runtime's kernels all round the same way (once, to nearest).
+ELEMENTWISE_BINARY = ("add", "sub", "mul", "div")
+ELEMENTWISE_UNARY = ("neg", "abs")
+ELEMENTWISE_COMPARE = ("less", "greater")
+ELEMENTWISE = ELEMENTWISE_BINARY + ELEMENTWISE_UNARY + ELEMENTWISE_COMPARE
+
+
+def elementwise_columns(op, inputs, math=NumpyMath):
+    """``op.function`` over the inputs (float32 (n, width) or (n, 1), broadcast to
+    ``op.width``): binary functions fold their inputs left to right (ONNX ``Sum`` of
+    several); comparisons give 1.0 where ``x < operand`` (``>``), else 0.0 (NaN: 0.0)."""
+    blocks = [math.cast(x, "float32") for x in inputs]
+    columns = [[math.column(b, 0 if w == 1 else j) for j in range(op.width)]
+               for b, w in zip(blocks, op.widths)]
+    out = []
+    for j in range(op.width):
+        if op.function in ELEMENTWISE_COMPARE:
+            x, operand = columns[0][j], _f32(math, float(op.operand[j]), columns[0][j])
+            hit = x < operand if op.function == "less" else x > operand
+            out.append(math.cast(hit, "float32"))
+        elif op.function == "neg":
+            out.append(-columns[0][j])
+        elif op.function == "abs":
+            out.append(math.abs(columns[0][j]))
+        else:
+            value = columns[0][j]
+            for other in columns[1:]:
+                other = other[j]
+                if op.function == "add":
+                    value = value + other
+                elif op.function == "sub":
+                    value = value - other
+                elif op.function == "mul":
+                    value = value * other
+                else:
+                    value = value / other
+            out.append(value)
+    return math.stack(out)
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class OnnxElementwise(Op):
+    """An ONNX elementwise operator on float32 blocks (``elementwise_columns``):
+    ``widths`` gives each input's width (``width`` or 1, broadcast); comparisons read
+    a constant ``operand`` per column."""
+
+    kind = "onnx_elementwise"
+
+    function: str
+    width: int
+    widths: tuple
+    operand: np.ndarray = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "widths", tuple(int(w) for w in self.widths))
+        operand = np.zeros(0, np.float32) if self.operand is None else self.operand
+        operand = np.ascontiguousarray(operand, dtype=np.float32).reshape(-1)
+        operand.flags.writeable = False
+        object.__setattr__(self, "operand", operand)
+
+    def validate(self):
+        self.expect(self.function in ELEMENTWISE,
+                    f"function {self.function!r} not in {ELEMENTWISE}")
+        n = len(self.widths)
+        self.expect(n >= 2 if self.function in ELEMENTWISE_BINARY else n == 1,
+                    f"{n} inputs for {self.function}")
+        self.expect(all(w in (1, self.width) for w in self.widths),
+                    f"input widths {self.widths} do not broadcast to {self.width}")
+        if self.function in ELEMENTWISE_COMPARE:
+            self.expect(len(self.operand) == self.width,
+                        "a comparison needs one operand per column")
+        return self
+
+    def output_types(self, input_types):
+        self.expect(len(input_types) == len(self.widths),
+                    f"{len(input_types)} inputs; this {self.kind} reads {len(self.widths)}")
+        for value, width in zip(input_types, self.widths):
+            self.expect_width(value, width)
+            self.expect_numeric(value)
+        return [ValueType.floats(self.width)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float32)]
+
+    def reference(self, inputs):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return [elementwise_columns(self, inputs)]
+
+    def to_saved(self):
+        return {"function": self.function, "width": self.width, "widths": list(self.widths)}, \
+            {"operand": self.operand}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(**meta, operand=arrays["operand"])
+
+
+__all__ += ["OnnxElementwise", "elementwise_columns", "ELEMENTWISE"]
+
+
+# ------------------------------------------------------- tree scores: MIN and MAX
+def extreme_tree_scores(op, per_tree, math=NumpyMath):
+    """(raw, transformed) of a regressor's ``onnx_tree_scores`` with ``min``/``max``
+    aggregation, as ONNX Runtime's TreeAggregatorMin/Max: the first tree that writes a
+    target sets its score, each next one replaces it only when strictly smaller
+    (larger), in tree order (a tie keeps the earlier weight); then, in the accumulator
+    type, one target: ``score + base`` (base 0 without one); several: ``base + score``
+    where there is one base value per target, else ``0 + score``; a target no tree
+    writes has no score and is written as 0, whatever its base value. The frontend
+    makes sure every tree that writes a target writes it on every leaf, so each of its
+    columns is a real weight."""
+    acc = op.accumulate
+    per_tree = math.cast(per_tree, acc)
+    scores = [None] * op.n_targets
+    for j, k in enumerate(op.column_target.tolist()):
+        if k < 0:
+            continue
+        w = math.column(per_tree, j)
+        if scores[k] is None:
+            scores[k] = w
+        else:
+            better = w < scores[k] if op.aggregation == "min" else w > scores[k]
+            scores[k] = math.where(better, w, scores[k])
+    base = op.base_values.tolist()
+    like = math.column(per_tree, 0)
+    if op.n_targets == 1:
+        origin = math.full(like, base[0] if len(base) == 1 else 0.0, acc)
+        s = origin if scores[0] is None else scores[0] + origin
+        s32 = math.cast(s, "float32")
+        return math.stack([s32]), math.stack([s32])
+    columns = []
+    for k, score in enumerate(scores):
+        if score is None:  # no score: written as 0, whatever the base value
+            columns.append(_f32(math, 0.0, like))
+            continue
+        value = math.full(like, base[k] if len(base) == op.n_targets else 0.0, acc)
+        columns.append(math.cast(value + score, "float32"))
+    return math.stack(columns), math.stack(_write_scores(math, columns, op.post_transform))
+
+
+__all__ += ["extreme_tree_scores", "TREE_AGGREGATIONS"]
+
+
+# ------------------------------------------------------------- svm probabilities
+# SVMClassifier with prob_a/prob_b (scikit-learn's probability=True): ONNX Runtime's
+# Platt scaling of each pair score, then libsvm's pairwise coupling (Wu, Lin and Weng's
+# second method) written in float32 C++ without fused multiply-adds.
+SVM_COUPLING_ITERATIONS = 100
+
+
+def svm_probabilities(op, scores, math=NumpyMath):
+    """Per-class probabilities from the float32 pair scores (class pairs (i, j) in
+    order), as ONNX Runtime's ``sigmoid_probability`` and ``multiclass_probability``:
+    ``r_ij = 1 - logistic(score * a + b)`` clamped to [1e-7, 1 - 1e-7] (``r_ji = 1 -
+    r_ij``); ``Q`` from ``r``; ``p`` from ``1 / K``, updated class by class until the
+    largest ``|Qp_i - pQp|`` falls below ``0.005 / K`` (checked before each sweep, at
+    most 100 sweeps). Each row stops on its own: a row that has converged keeps its
+    ``p`` while the others go on (a NaN score converges at once: NaN errors are never
+    larger than 0, so such a row stays at ``1 / K``)."""
+    K = op.n_classes
+    like = scores[0]
+
+    def f32(value):
+        return _f32(math, value, like)
+
+    one, two, zero = f32(1.0), f32(2.0), f32(0.0)
+    low, high = f32(1e-7), f32(np.float32(1.0) - np.float32(1e-7))
+    r = [[None] * K for _ in range(K)]
+    index = 0
+    for i in range(K - 1):
+        for j in range(i + 1, K):
+            val = scores[index] * f32(float(op.prob_a[index])) + f32(float(op.prob_b[index]))
+            val1 = one - _logistic(math, val)
+            val2 = math.where(val1 < low, low, val1)  # std::max(val1, 1e-7f)
+            val2 = math.where(high < val2, high, val2)  # std::min(val2, 1 - 1e-7f)
+            r[i][j], r[j][i] = val2, one - val2
+            index += 1
+    Q = [[None] * K for _ in range(K)]
+    for i in range(K):
+        Q[i][i] = zero
+        for j in range(i):
+            Q[i][i] = Q[i][i] + r[j][i] * r[j][i]
+            Q[i][j] = Q[j][i]
+        for j in range(i + 1, K):
+            Q[i][i] = Q[i][i] + r[j][i] * r[j][i]
+            Q[i][j] = -r[j][i] * r[i][j]
+    p = [f32(np.float32(1.0) / np.float32(K)) for _ in range(K)]
+    eps = f32(np.float32(0.005) / np.float32(K))
+    done = None
+    for _ in range(SVM_COUPLING_ITERATIONS):
+        Qp, pQp = [], zero
+        for i in range(K):
+            q = zero
+            for j in range(K):
+                q = q + Q[i][j] * p[j]
+            Qp.append(q)
+            pQp = pQp + p[i] * q
+        max_error = zero
+        for i in range(K):
+            error = math.abs(Qp[i] - pQp)
+            max_error = math.where(error > max_error, error, max_error)
+        converged = max_error < eps
+        done = converged if done is None else done | converged
+        if _every_row_done(math, done):
+            break  # a converged row no longer changes: stopping early changes no bit
+        before = list(p)
+        for i in range(K):
+            diff = (-Qp[i] + pQp) / Q[i][i]
+            p[i] = p[i] + diff
+            grown = one + diff
+            pQp = (pQp + diff * (diff * Q[i][i] + two * Qp[i])) / grown / grown
+            for j in range(K):
+                Qp[j] = (Qp[j] + diff * Q[i][j]) / grown
+                p[j] = p[j] / grown
+        p = [math.where(done, b, a) for a, b in zip(p, before)]
+    return p
+
+
+def _every_row_done(math, done):
+    """Whether every row has converged: NumPy's answer, or the math's own (an eager
+    Torch program may stop; a traced or compiled one must run every sweep)."""
+    if isinstance(done, np.ndarray):
+        return bool(done.all())
+    every = getattr(math, "every_row_done", None)
+    return False if every is None else every(done)
+
+
+__all__ += ["svm_probabilities", "SVM_COUPLING_ITERATIONS"]
+
+
+# ----------------------------------------------------------- float to int64 truncation
+@register_op
+@dataclass(frozen=True, eq=False)
+class OnnxTruncateToInt64(Op):
+    """ONNX Runtime's float or double -> int64 conversion (``Cast`` to int64, and a
+    OneHotEncoder reading a float input): toward zero; NaN, infinities and values
+    outside [-2**63, 2**63) become INT64_MIN (x86's conversion result). The integers
+    are written as float64, which holds each of them exactly (a float32 or float64
+    beyond 2**53 is already an integer)."""
+
+    kind = "onnx_truncate_int64"
+
+    width: int
+
+    def output_types(self, input_types):
+        return [self.numeric_input(input_types, self.width)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float64)]
+
+    def reference(self, inputs):
+        x = np.asarray(inputs[0], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return [np.where(np.abs(x) < 2.0 ** 63, np.trunc(x), -(2.0 ** 63))]
+
+    def to_saved(self):
+        return {"width": self.width}, {}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(**meta)
+
+
+__all__ += ["OnnxTruncateToInt64"]

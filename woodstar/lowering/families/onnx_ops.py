@@ -6,12 +6,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...ir.families.onnx_ops import (linear_scores, normalize, sigmoid_columns, svm_scores,
-                                     tree_scores)
+from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize,
+                                     sigmoid_columns, softmax_columns, svm_scores, tree_scores)
 from ..ops import register_lowering
 
 __all__ = ["OnnxTreeScoresNode", "OnnxLinearNode", "OnnxNormalizerNode", "OnnxCastNode",
-           "OnnxBinarizerNode", "OnnxSigmoidNode", "OnnxSvmNode"]
+           "OnnxBinarizerNode", "OnnxSigmoidNode", "OnnxSvmNode", "OnnxSoftmaxNode",
+           "OnnxElementwiseNode"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -86,6 +87,14 @@ class TorchMath:
             set_ = torch.remainder(torch.floor(magnitude / 2 ** bit), 2.0) == 1.0
             out = torch.where(set_, out * factor, out)
         return out
+
+    @staticmethod
+    def every_row_done(mask):
+        """A converged loop may stop in eager mode; a trace or a compiled graph would
+        bake the stop in for every later input, so there it never stops."""
+        if torch.jit.is_tracing() or torch.compiler.is_compiling():
+            return False
+        return bool(mask.all())
 
     @staticmethod
     def single_row(x):
@@ -233,3 +242,52 @@ class OnnxSvmNode(nn.Module):
 @register_lowering("onnx_svm")
 def _onnx_svm(op, input_dtypes, context):
     return OnnxSvmNode(op)
+
+
+class OnnxSoftmaxNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 64 * n_rows * op.width
+
+    def forward(self, x):
+        return (softmax_columns(self.op, x, TorchMath),)
+
+
+@register_lowering("onnx_softmax")
+def _onnx_softmax(op, input_dtypes, context):
+    return OnnxSoftmaxNode(op)
+
+
+class OnnxElementwiseNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * op.width * (len(op.widths) + 1)
+
+    def forward(self, *inputs):
+        return (elementwise_columns(self.op, list(inputs), TorchMath),)
+
+
+@register_lowering("onnx_elementwise")
+def _onnx_elementwise(op, input_dtypes, context):
+    return OnnxElementwiseNode(op)
+
+
+class OnnxTruncateToInt64Node(nn.Module):
+    """toward zero; NaN, infinities and values outside [-2**63, 2**63): INT64_MIN,
+    as float64 (both bounds are powers of two, exact in any float)."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.register_buffer("limit", torch.tensor(2.0 ** 63, dtype=torch.float64))
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * op.width
+
+    def forward(self, x):
+        x = x.to(torch.float64)
+        return (torch.where(torch.abs(x) < self.limit, torch.trunc(x), -self.limit),)
+
+
+@register_lowering("onnx_truncate_int64")
+def _onnx_truncate_int64(op, input_dtypes, context):
+    return OnnxTruncateToInt64Node(op)

@@ -45,3 +45,14 @@ class Runner:
 
     def to(self, device):
         raise NotImplementedError
+
+
+def refuse_unsupported_parts(module, backend: str):
+    """Raise ``MissingConverter`` at convert time for a lowered op that says (in its
+    ``refused_by`` dict) why ``backend`` cannot take it, before any export starts."""
+    from ..exceptions import MissingConverter
+
+    for part in module.modules():
+        reason = getattr(part, "refused_by", {}).get(backend)
+        if reason:
+            raise MissingConverter(reason)

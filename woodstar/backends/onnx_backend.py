@@ -36,7 +36,7 @@ import torch
 
 from ..exceptions import ConstantError, MissingBackend
 from ..runtimes._row_blocks import RowBlocks
-from ._base import Runner, cuda_index
+from ._base import Runner, cuda_index, refuse_unsupported_parts
 from .onnx_tree_export import (EXPORTER_NAME as TREE_ENSEMBLE_EXPORTER, is_tree_ensemble_model,
                                tree_ensemble_export, tree_ensemble_of)
 from .registry import register_backend
@@ -194,6 +194,7 @@ def export_onnx(module, options, device="cpu"):
             f"extra_config['onnx_target_opset'] must be at least {MIN_TARGET_OPSET} for the "
             f"onnx backend (got {target}): ONNX's version converter cannot bring the "
             f"exported model (opset 18) below opset {MIN_TARGET_OPSET}.")
+    refuse_unsupported_parts(module, "onnx")
     errors = []
     with _quiet_exporter():
         model = _tree_ensemble_export(module, options, device, errors)

@@ -38,8 +38,7 @@ import warnings
 
 import torch
 
-from ..exceptions import MissingConverter
-from ._base import Runner, cuda_index
+from ._base import Runner, cuda_index, refuse_unsupported_parts
 from .registry import register_backend
 
 __all__ = ["TvmBackend"]
@@ -161,10 +160,7 @@ def compile_tvm(module, options, device):
 
 
 def _compile_tvm(module, options, device):
-    for part in module.modules():  # lowered ops that say why TVM cannot take them
-        reason = getattr(part, "refused_by", {}).get("tvm")
-        if reason:
-            raise MissingConverter(reason)
+    refuse_unsupported_parts(module, "tvm")
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program

@@ -220,3 +220,12 @@ def test_refusals(rng):
 
     graph.graph.node[0].attribute.append(helper.make_attribute("one_class", 1))
     _refused(graph, "one_class")
+
+
+@pytest.mark.parametrize("backend", ["onnx", "tvm"])
+def test_probabilities_are_refused_on_exporting_backends_at_once(rng, backend):
+    """The exported program would hold all 100 coupling sweeps unrolled (minutes to
+    export): refused at convert time, before any export starts."""
+    graph = _probability_svc(rng, 3, kernel="linear", zipmap=False)
+    with pytest.raises(MissingConverter, match=f"backend.*{backend}.*coupling"):
+        woodstar.convert(graph, backend)

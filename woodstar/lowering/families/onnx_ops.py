@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...exceptions import unsupported_message
 from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize,
                                      sigmoid_columns, softmax_columns, svm_scores, tree_scores)
 from ..ops import register_lowering
@@ -232,6 +233,13 @@ class OnnxSvmNode(nn.Module):
         self.register_buffer("coefficients",
                              torch.from_numpy(op.coefficients.reshape(1, -1).copy()))
         self.estimate_bytes = lambda n_rows: 24 * n_rows * (op.n_vectors + op.n_features + 4)
+        if len(getattr(op, "prob_a", ())):
+            # the exported program holds all 100 coupling sweeps unrolled: the ONNX
+            # export of a three-class model did not finish in six minutes
+            self.refused_by = {backend: unsupported_message(
+                "an ONNX SVMClassifier with probabilities (prob_a, prob_b)", "backend",
+                backend, "'torch', 'torch.jit' (exporting the unrolled coupling iterations "
+                "takes many minutes)") for backend in ("onnx", "tvm")}
 
     def forward(self, x):
         arrays = {"support_vectors": self.support_vectors, "coefficients": self.coefficients}

@@ -33,6 +33,7 @@ from sklearn.naive_bayes import GaussianNB  # noqa: E402
 from sklearn.neighbors import (KNeighborsClassifier, KNeighborsRegressor,  # noqa: E402
                                RadiusNeighborsClassifier, RadiusNeighborsRegressor)
 from sklearn.preprocessing import FunctionTransformer, QuantileTransformer  # noqa: E402
+from sklearn.svm import SVC  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 import woodstar  # noqa: E402
@@ -114,6 +115,9 @@ CASES = {
         n_quantiles=30, output_distribution="normal"), None),
     "gaussian_mixture": _fit(lambda: GaussianMixture(2, random_state=0), None),
     "lda_log_proba": _fit(lambda: LinearDiscriminantAnalysis(), "classes"),
+    # libsvm's coupling iterations: float32 stopping threshold or gamma once moved
+    # answers on ONNX Runtime (scan only: exporting the unrolled sweeps takes minutes)
+    "svc_proba": _fit(lambda: SVC(probability=True, gamma=0.1, random_state=0), "classes"),
     # constants inside the exporter's own decompositions (deg2rad's pi / 180, log10's
     # Log(x) / Log(10)) and sign's NaN: seen on ONNX Runtime only
     "rad2deg": _ufunc("rad2deg"),

@@ -33,10 +33,10 @@ def test_json_report_follows_the_schema(capsys):
 
 
 def test_cpu_routes_say_why_the_compiled_walk_is_missing(capsys, monkeypatch):
-    from woodstar.runtimes import c_walk
+    from woodstar.runtimes import _native, c_walk
 
     monkeypatch.setattr(c_walk, "_state", {})
-    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    monkeypatch.setattr(_native.shutil, "which", lambda name: None)
     compiled = _report(capsys)["cpu_routes"][0]
     assert not compiled["available"] and "no C compiler" in compiled["reason"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from woodstar.ir.reference import predict
-from woodstar.runtimes import c_walk
+from woodstar.runtimes import _native, c_walk
 
 from tests.lowering.test_strategies import inputs, random_ensemble
 
@@ -30,7 +30,7 @@ def test_the_build_is_cached_by_source_and_reused(fresh_build, monkeypatch):
     built = list(fresh_build.glob("c_walk-*.so"))
     assert len(built) == 1 and not list(fresh_build.glob("*.tmp"))
     monkeypatch.setattr(c_walk, "_state", {})
-    monkeypatch.setattr(c_walk.subprocess, "run", lambda *a, **k: pytest.fail("rebuilt"))
+    monkeypatch.setattr(_native.subprocess, "run", lambda *a, **k: pytest.fail("rebuilt"))
     assert c_walk.available()  # loaded from the cache, no compiler run
 
 
@@ -46,8 +46,8 @@ def test_threads_converting_at_once_build_once(fresh_build, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     builds = []
-    real_run = c_walk.subprocess.run
-    monkeypatch.setattr(c_walk.subprocess, "run",
+    real_run = _native.subprocess.run
+    monkeypatch.setattr(_native.subprocess, "run",
                         lambda *a, **k: builds.append(1) or real_run(*a, **k))
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(lambda _: c_walk.available(), range(8)))
@@ -59,9 +59,9 @@ def test_threads_converting_at_once_build_once(fresh_build, monkeypatch):
 def test_a_read_only_cache_falls_back_to_the_temp_dir(fresh_build, monkeypatch, tmp_path):
     fresh_build.mkdir(parents=True)
     real_access = os.access  # (a chmod would not stop root, so the check is stubbed)
-    monkeypatch.setattr(c_walk.os, "access",
+    monkeypatch.setattr(_native.os, "access",
                         lambda path, mode: False if path == fresh_build else real_access(path, mode))
-    monkeypatch.setattr(c_walk.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    monkeypatch.setattr(_native.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     assert c_walk.available(), c_walk.unavailable_reason()
     assert list((tmp_path / "tmp").glob("woodstar-*/c_walk-*.so"))
     assert not list(fresh_build.iterdir())
@@ -81,7 +81,7 @@ def test_an_unexpected_build_error_is_a_reason_not_a_crash(fresh_build, monkeypa
 
 
 def test_without_a_compiler_it_says_why(fresh_build, monkeypatch):
-    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    monkeypatch.setattr(_native.shutil, "which", lambda name: None)
     assert not c_walk.available()
     assert "no C compiler" in c_walk.unavailable_reason()
     with pytest.raises(RuntimeError, match="no C compiler"):
@@ -144,7 +144,7 @@ import woodstar  # noqa: E402
 
 
 def test_container_falls_back_without_a_compiler(fresh_build, monkeypatch, rng):
-    monkeypatch.setattr(c_walk.shutil, "which", lambda name: None)
+    monkeypatch.setattr(_native.shutil, "which", lambda name: None)
     X = rng.normal(size=(200, 4))
     model = sk_ensemble.GradientBoostingRegressor(n_estimators=10, random_state=0).fit(X, X[:, 0])
     converted = woodstar.convert(model, "torch")

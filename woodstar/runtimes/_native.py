@@ -16,10 +16,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["NativeLibrary"]
+__all__ = ["NativeLibrary", "build", "cache_dir", "find_compiler"]
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     configured = os.environ.get("WOODSTAR_CACHE_DIR")
     if configured:
         return Path(configured)
@@ -27,7 +27,7 @@ def _cache_dir() -> Path:
     return Path(base) / "woodstar"
 
 
-def _compiler():
+def find_compiler():
     for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if name and shutil.which(name):
             return name
@@ -55,38 +55,42 @@ class NativeLibrary:
         if sys.platform == "win32":
             self.reason = f"{self.what} is built on Linux and macOS only"
             return
-        compiler = _compiler()
+        compiler = find_compiler()
         if compiler is None:
             self.reason = "no C compiler found (set CC, or install gcc)"
             return
         try:
-            lib = ctypes.CDLL(str(self._build(compiler)))
+            lib = ctypes.CDLL(str(build(self.source, self.flags, compiler)))
             self._setup(lib)
         except Exception as error:  # noqa: BLE001  (any failure: a reason, and the NumPy route)
             self.reason = f"{self.what} could not be built: {type(error).__name__}: {error}"
             return
         self._lib = lib
 
-    def _build(self, compiler: str) -> Path:
-        source = self.source.read_bytes()
-        key = hashlib.sha256(source + " ".join((compiler, *self.flags)).encode()).hexdigest()[:16]
-        name = f"{self.source.stem}-{platform.machine()}-{key}.so"
-        for directory in (_cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
-            target = directory / name
-            if target.exists():
-                return target
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError:
-                continue
-            if not os.access(directory, os.W_OK):
-                continue
-            partial = directory / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-            result = subprocess.run([compiler, *self.flags, str(self.source), "-o", str(partial),
-                                     "-lm"], capture_output=True, text=True, timeout=120)
-            if result.returncode != 0:
-                partial.unlink(missing_ok=True)
-                raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[:500]}")
-            os.replace(partial, target)  # atomic: a concurrent build is never half-read
+
+def build(source: Path, flags, compiler: str) -> Path:
+    """The shared library of ``source`` built with ``compiler`` and ``flags``: from the
+    cache when it is there, else compiled into it (or into the temp dir)."""
+    source = Path(source)
+    text = source.read_bytes()
+    key = hashlib.sha256(text + " ".join((compiler, *flags)).encode()).hexdigest()[:16]
+    name = f"{source.stem}-{platform.machine()}-{key}.so"
+    for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
+        target = directory / name
+        if target.exists():
             return target
-        raise RuntimeError(f"no writable cache directory ({_cache_dir()} or the temp dir)")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if not os.access(directory, os.W_OK):
+            continue
+        partial = directory / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        result = subprocess.run([compiler, *flags, str(source), "-o", str(partial), "-lm"],
+                                capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[:500]}")
+        os.replace(partial, target)  # atomic: a concurrent build is never half-read
+        return target
+    raise RuntimeError(f"no writable cache directory ({cache_dir()} or the temp dir)")

@@ -22,13 +22,7 @@ input check, the walk, the mean, the base score and the link in one native call
 """
 
 import ctypes
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -37,6 +31,7 @@ import numpy as np
 from ..ir.transforms import apply_post_transform, transformed_width
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
+from ._native import build, find_compiler
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
 from ..lowering.trees._layout import sibling_adjacent_layout
 
@@ -79,44 +74,11 @@ _state = {}  # "lib" or "reason", once per process
 _lock = threading.Lock()  # one build at a time (threads share the pid in the temp name)
 
 
-def _cache_dir() -> Path:
-    configured = os.environ.get("WOODSTAR_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "woodstar"
-
-
-def _compiler():
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return name
-    return None
+_compiler = find_compiler
 
 
 def _build(compiler: str) -> Path:
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + " ".join((compiler, *FLAGS)).encode()).hexdigest()[:16]
-    name = f"c_walk-{platform.machine()}-{key}.so"
-    for directory in (_cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
-        target = directory / name
-        if target.exists():
-            return target
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if not os.access(directory, os.W_OK):
-            continue
-        partial = directory / f"{name}.{os.getpid()}.tmp"
-        result = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", str(partial), "-lm"],
-                                capture_output=True, text=True, timeout=120)
-        if result.returncode != 0:
-            partial.unlink(missing_ok=True)
-            raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[:500]}")
-        os.replace(partial, target)  # atomic: a concurrent build is never half-read
-        return target
-    raise RuntimeError(f"no writable cache directory ({_cache_dir()} or the temp dir)")
+    return build(SOURCE, FLAGS, compiler)
 
 
 def _load():

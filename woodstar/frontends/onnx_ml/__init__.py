@@ -16,8 +16,8 @@ is an int64 or string column a LabelEncoder wrote gives it as ``predict``.
 Supported after those: one model node
 (``TreeEnsembleRegressor``/``TreeEnsembleClassifier``, ``LinearRegressor``/
 ``LinearClassifier``, ``SVMRegressor``/``SVMClassifier``; an SVMClassifier's pair
-scores may go on through ``Less``, ``Neg``, ``Abs``, ``Sum`` and elementwise
-``Add``/``Sub``/``Mul``/``Div``, skl2onnx's one-vs-rest graph, whose per-class scores
+scores may go on through ``Less``/``Greater``, ``Where``, ``Neg``, ``Abs``, ``Sum`` and
+elementwise ``Add``/``Sub``/``Mul``/``Div``, skl2onnx's one-vs-rest graph, whose per-class scores
 become its probabilities: ``plain_ops.py``) whose outputs are the graph's, after
 ``Scaler``, ``Imputer``,
 ``Normalizer``, ``Cast``, ``Add``/``Sub``/``Mul``/``Div`` by a constant, ``Concat``,
@@ -49,7 +49,7 @@ from .inputs import (bind_inputs, feature_names, graph_inputs, input_blocks, sch
                      single_float_input)
 from .linear import linear_op
 from .plain_ops import (handle_binary, handle_compare, handle_softmax, handle_sum, handle_unary,
-                        labels_beside_features, reading_blocks)
+                        handle_where, labels_beside_features, reading_blocks)
 from .svm import svm_op
 from .tensors import HANDLER_PAIRS, handle_gather, table_index, typed
 from .trees import tree_ensemble_ops
@@ -481,6 +481,7 @@ HANDLERS = {
     ("", "Abs"): handle_unary,
     ("", "Less"): handle_compare,
     ("", "Greater"): handle_compare,
+    ("", "Where"): reading_blocks(handle_where),
     ("", "Sum"): handle_sum,
     ("", "Reshape"): typed(_reshape, HANDLER_PAIRS["Reshape"]),
     ("", "Constant"): _constant,

@@ -1,7 +1,7 @@
 """Handlers of plain ONNX operators beyond the ones ``__init__`` reads: ``Softmax``
 (a multiclass perceptron's output layer) and the elementwise operators of skl2onnx's
 one-vs-rest SVC graph (``Less``, ``Neg``, ``Abs``, ``Sum``, and ``Add``/``Sub``/``Mul``/
-``Div`` of two computed blocks), which turn a classifier's pairwise scores into
+``Div`` of two computed blocks; ``Where`` after a comparison), which turn a classifier's pairwise scores into
 per-class scores; ``labels_beside_features`` makes such a block the classifier's
 probabilities."""
 
@@ -12,7 +12,7 @@ from ...ir.families.onnx_ops import OnnxElementwise, OnnxSoftmax
 from ._attributes import attributes, refuse
 
 __all__ = ["handle_softmax", "handle_unary", "handle_compare", "handle_sum", "handle_binary",
-           "labels_beside_features", "reading_blocks"]
+           "handle_where", "labels_beside_features", "reading_blocks"]
 
 
 def _features_class():
@@ -111,6 +111,24 @@ def handle_compare(node, state):
     _write(state, node, OnnxElementwise(function=node.op_type.lower(), width=block.width,
                                         widths=(block.width,), operand=operand), [block],
            dtype=np.bool_)
+
+
+def handle_where(node, state):
+    """Where(condition, x, y): the condition a Less/Greater block, x and y computed float
+    blocks (each of the width or 1, broadcast)."""
+    _, condition = state.read(node, 0, ("features",))
+    if condition.dtype != np.bool_:
+        refuse(node, "a condition of dtype", str(condition.dtype),
+               "a boolean block written by Less or Greater")
+    if any(name in state.constants for name in node.input[1:]):
+        refuse(node, "a constant branch", [n for n in node.input[1:] if n in state.constants],
+               "two computed float blocks (constant branches are not read yet)")
+    blocks = [condition, _block(state, node, 1), _block(state, node, 2)]
+    widths = tuple(b.width for b in blocks)
+    width = max(widths)
+    if any(w not in (1, width) for w in widths):
+        refuse(node, "inputs of widths", widths, f"one width or 1 (broadcast), here {width}")
+    _write(state, node, OnnxElementwise(function="where", width=width, widths=widths), blocks)
 
 
 def _fold(node, state, function, blocks):

@@ -1182,13 +1182,16 @@ __all__ += ["OnnxSoftmax", "softmax_columns", "mlas_exp_avx512", "exact_fma32"]
 ELEMENTWISE_BINARY = ("add", "sub", "mul", "div")
 ELEMENTWISE_UNARY = ("neg", "abs")
 ELEMENTWISE_COMPARE = ("less", "greater")
-ELEMENTWISE = ELEMENTWISE_BINARY + ELEMENTWISE_UNARY + ELEMENTWISE_COMPARE
+ELEMENTWISE_SELECT = ("where",)  # (condition, x, y): x where the condition holds, else y
+ELEMENTWISE = ELEMENTWISE_BINARY + ELEMENTWISE_UNARY + ELEMENTWISE_COMPARE + ELEMENTWISE_SELECT
 
 
 def elementwise_columns(op, inputs, math=NumpyMath):
     """``op.function`` over the inputs (float32 (n, width) or (n, 1), broadcast to
     ``op.width``): binary functions fold their inputs left to right (ONNX ``Sum`` of
-    several); comparisons give 1.0 where ``x < operand`` (``>``), else 0.0 (NaN: 0.0)."""
+    several); comparisons give 1.0 where ``x < operand`` (``>``), else 0.0 (NaN: 0.0);
+    ``where`` takes the second input where the first (a comparison's) is 1.0, else the
+    third."""
     blocks = [math.cast(x, "float32") for x in inputs]
     columns = [[math.column(b, 0 if w == 1 else j) for j in range(op.width)]
                for b, w in zip(blocks, op.widths)]
@@ -1198,6 +1201,9 @@ def elementwise_columns(op, inputs, math=NumpyMath):
             x, operand = columns[0][j], _f32(math, float(op.operand[j]), columns[0][j])
             hit = x < operand if op.function == "less" else x > operand
             out.append(math.cast(hit, "float32"))
+        elif op.function == "where":  # a selection: exact, NaN passes through
+            condition, x, y = (column[j] for column in columns)
+            out.append(math.where(condition != 0, x, y))
         elif op.function == "neg":
             out.append(-columns[0][j])
         elif op.function == "abs":
@@ -1243,8 +1249,9 @@ class OnnxElementwise(Op):
         self.expect(self.function in ELEMENTWISE,
                     f"function {self.function!r} not in {ELEMENTWISE}")
         n = len(self.widths)
-        self.expect(n >= 2 if self.function in ELEMENTWISE_BINARY else n == 1,
-                    f"{n} inputs for {self.function}")
+        expected = n >= 2 if self.function in ELEMENTWISE_BINARY else \
+            n == 3 if self.function in ELEMENTWISE_SELECT else n == 1
+        self.expect(expected, f"{n} inputs for {self.function}")
         self.expect(all(w in (1, self.width) for w in self.widths),
                     f"input widths {self.widths} do not broadcast to {self.width}")
         if self.function in ELEMENTWISE_COMPARE:

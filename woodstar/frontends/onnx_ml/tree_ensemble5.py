@@ -34,7 +34,8 @@ from ...ir.builder import EnsembleBuilder, bitset_words
 from ...ir.families.onnx_ops import OnnxTreeScores
 from ...ir.tree_ensemble import LE
 from ._attributes import attributes, refuse
-from .trees import _MAX_DEPTH, _MAX_GROWTH, _Tree, _tree_targets, _TreeWriter, check_whole_trees
+from .trees import (_MAX_DEPTH, _MAX_GROWTH, _Tree, _TreeWriter, check_whole_trees,
+                    trees_with_targets)
 
 __all__ = ["tree_ensemble5_ops", "handle_tree_ensemble5", "MODES5"]
 
@@ -219,15 +220,9 @@ def tree_ensemble5_ops(node, input_dtype, n_features):
     trees, weights, rule = _trees(node, a, dtype, n_features)
     if not trees:
         refuse(node, "a tree ensemble without trees (tree_roots is empty)", 0, "one tree or more")
-    per_tree = []
-    for tree_id, tree in trees.items():
-        leaf_weights = _tree_targets(node, tree_id, tree, weights)
-        targets = sorted({k for w in leaf_weights.values() for k in w})
-        if any(k < 0 or k >= n_targets for k in targets):
-            refuse(node, f"tree {tree_id} writes target", targets, f"0..{n_targets - 1}")
-        if dtype == np.float64:  # every tree writes the output columns themselves
-            targets = list(range(n_targets))
-        per_tree.append((tree_id, tree, leaf_weights, targets))
+    per_tree = trees_with_targets(node, trees, weights, n_targets)
+    if dtype == np.float64:  # every tree writes the output columns themselves
+        per_tree = [(i, tree, w, list(range(n_targets))) for i, tree, w, _ in per_tree]
     if aggregate in ("MIN", "MAX"):
         check_whole_trees(node, per_tree)
     width = max(len(p[3]) for p in per_tree)

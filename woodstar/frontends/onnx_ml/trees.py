@@ -177,6 +177,19 @@ class _TreeWriter:
                     leaf_value=np.stack(self.leaf_value))
 
 
+def trees_with_targets(node, trees, weights, n_targets):
+    """``(tree_id, tree, leaf_weights, targets)`` per tree, in the node's order:
+    ``targets`` the sorted target ids its leaves write (each within ``n_targets``)."""
+    per_tree = []
+    for tree_id, tree in trees.items():
+        leaf_weights = _tree_targets(node, tree_id, tree, weights)
+        targets = sorted({k for w in leaf_weights.values() for k in w})
+        if any(k < 0 or k >= n_targets for k in targets):
+            refuse(node, f"tree {tree_id} writes target", targets, f"0..{n_targets - 1}")
+        per_tree.append((tree_id, tree, leaf_weights, targets))
+    return per_tree
+
+
 def check_whole_trees(node, per_tree):
     """MIN and MAX compare each tree's weight for a target with the score so far: a tree
     whose leaves write a target on some rows only would leave that row's comparison
@@ -223,13 +236,7 @@ def tree_ensemble_ops(node, input_dtype, n_features):
     if max((r[1] for tree in trees.values() for r in tree.rows if r[0] != "LEAF"),
            default=0) >= n_features:
         refuse(node, "a feature index beyond the input's columns", n_features, "indices below it")
-    per_tree = []
-    for tree_id, tree in trees.items():
-        leaf_weights = _tree_targets(node, tree_id, tree, weights)
-        targets = sorted({k for w in leaf_weights.values() for k in w})
-        if any(k < 0 or k >= n_targets for k in targets):
-            refuse(node, f"tree {tree_id} writes target", targets, f"0..{n_targets - 1}")
-        per_tree.append((tree_id, tree, leaf_weights, targets))
+    per_tree = trees_with_targets(node, trees, weights, n_targets)
     if aggregation in ("MIN", "MAX"):
         check_whole_trees(node, per_tree)
     width = max(len(p[3]) for p in per_tree)

@@ -29,17 +29,23 @@ def report_row(row, digits=3):
     print(f"{row['model']:14s} t={row['threads']} rows={row['rows']:6d}  {cells}", flush=True)
 
 
-def interleaved_median_ms(fns, X, repeats):
-    """{name: median ms of one call of fns[name](X)} over ``repeats`` shuffled rounds."""
+def interleaved_ms(fns, repeats, *args):
+    """{name: [ms of each call of fns[name](*args)]}: ``repeats`` rounds, each calling
+    every candidate once in a shuffled order (round i of every list is one round)."""
     times = {k: [] for k in fns}
     for _ in range(repeats):
         order = list(fns)
         random.shuffle(order)
         for key in order:
             start = time.perf_counter()
-            fns[key](X)
-            times[key].append(time.perf_counter() - start)
-    return {k: 1e3 * statistics.median(v) for k, v in times.items()}
+            fns[key](*args)
+            times[key].append(1e3 * (time.perf_counter() - start))
+    return times
+
+
+def interleaved_median_ms(fns, X, repeats):
+    """{name: median ms of one call of fns[name](X)} over ``repeats`` shuffled rounds."""
+    return {k: statistics.median(v) for k, v in interleaved_ms(fns, repeats, X).items()}
 
 
 def write_results(path, results, keep_earlier=False):

@@ -33,7 +33,6 @@ backend's per-strategy cells.
 
 import argparse
 import json
-import random
 import statistics
 import time
 from pathlib import Path
@@ -42,7 +41,7 @@ import numpy as np
 import torch
 
 import woodstar
-from benchmarks._ab import write_results
+from benchmarks._ab import interleaved_ms, write_results
 from benchmarks.candidates import as_proba
 from benchmarks.models import MODEL_SPECS, ModelSpec, load_model, test_rows
 
@@ -121,14 +120,7 @@ def _quantiles(values):
 
 
 def time_rounds(fns, X, repeats, baseline="torch"):
-    times = {k: [] for k in fns}
-    for _ in range(repeats):
-        order = list(fns)
-        random.shuffle(order)
-        for key in order:
-            start = time.perf_counter()
-            fns[key](X)
-            times[key].append(1e3 * (time.perf_counter() - start))
+    times = interleaved_ms(fns, repeats, X)
     cells = {}
     for key, ms in times.items():
         cell = {"ms_q25_median_q75": _quantiles(ms)}

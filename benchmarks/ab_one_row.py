@@ -88,7 +88,9 @@ def _onnx_bytes(name, model):
 
 # ---------------------------------------------------------------- one process (child)
 def _median_ms(fns, repeats):
-    """{name: median ms of one call} over ``repeats`` rounds in a shuffled order."""
+    """{name: median ms of one call} over ``repeats`` rounds in a shuffled order. (Not
+    ``_ab.interleaved_ms``: that module imports torch, which this child must not load
+    before it measures woodstar's torch-free one-row path.)"""
     times = {k: [] for k in fns}
     for _ in range(repeats):
         order = list(fns)

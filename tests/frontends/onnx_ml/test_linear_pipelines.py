@@ -15,7 +15,7 @@ import pytest
 import woodstar
 from woodstar.exceptions import MissingConverter
 
-from ._graphs import assert_calls_match, session
+from ._graphs import MATCHES_THIS_CPU, assert_calls_match, session
 from .test_tree_ensembles import FAST_BACKENDS, check
 
 pytest.importorskip("onnxruntime")
@@ -279,10 +279,24 @@ def test_arithmetic_with_a_computed_operand(rng):
     np.testing.assert_array_equal(got.reshape(expected.shape), expected)
 
 
-def test_softmax_over_five_classes_is_refused(rng):
-    model = linear_graph(rng, n_targets=5, post="SOFTMAX")
-    with pytest.raises(MissingConverter, match="MLAS softmax"):
-        woodstar.convert(model, "torch")
+@MATCHES_THIS_CPU
+@pytest.mark.parametrize("n_targets", [2, 3, 4, 5, 7])
+def test_softmax_kernel_follows_the_calls_size(rng, n_targets):
+    """ONNX Runtime's SOFTMAX switches from its float32 loop to MLAS's softmax at 32768
+    scores a call (two classes), 16384 (three or four) and always from five: calls
+    of one row fewer and at the switch, in one program that decides per call."""
+    model = linear_graph(rng, n_features=6, n_targets=n_targets, post="SOFTMAX")
+    switch = {2: 32768, 3: 16384, 4: 16384}.get(n_targets, 5 * n_targets)
+    first_large = -(-switch // n_targets)
+    X = _rows(rng, first_large, 6, nan=0.001) * np.float32(8.0)  # wide logits: the kernels differ
+    ort, containers = session(model), _containers(model)
+    for rows in (X[:first_large - 1], X, X[:1]):
+        expected = ort.run(None, {"X": rows})[1]
+        for container in containers:
+            np.testing.assert_array_equal(container.predict_proba(rows), expected)
+    if n_targets <= 4:  # the two kernels give other bits on these rows: the switch is seen
+        small = ort.run(None, {"X": X[:first_large - 1]})[1]
+        assert not np.array_equal(small, ort.run(None, {"X": X})[1][:first_large - 1], equal_nan=True)
 
 
 def test_int64_one_hot_graph(rng):

@@ -10,27 +10,13 @@ import woodstar
 from woodstar.exceptions import MissingConverter
 from woodstar.ir.families.onnx_ops import NumpyMath, OnnxSoftmax, exact_fma32
 
-from ._graphs import assert_calls_match, session
+from ._graphs import MATCHES_THIS_CPU, assert_calls_match, session
 from .test_linear_pipelines import _rows
 from .test_tree_ensembles import FAST_BACKENDS, check
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-
-def _has_avx512f():
-    try:
-        with open("/proc/cpuinfo") as info:
-            return " avx512f" in info.read()
-    except OSError:
-        return False
-
-
-# woodstar mirrors the AVX-512F kernels; ONNX Runtime picks others on other CPUs (an
-# AVX2 CPU's clamp and 8-lane sum differ for logits ~87 below the row's maximum)
-MATCHES_THIS_CPU = pytest.mark.skipif(not _has_avx512f(), reason=(
-    "ONNX Runtime takes MLAS's AVX-512F softmax only on a CPU with AVX-512F, the kernel "
-    "woodstar mirrors"))
 
 COVERS_OPS = ("onnx_softmax",)
 EXTREMES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-40, -120.0, -104.0,

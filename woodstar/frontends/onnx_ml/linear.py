@@ -8,10 +8,6 @@ from ._attributes import attributes, refuse
 
 __all__ = ["linear_op"]
 
-# ONNX Runtime computes SOFTMAX over 5 classes or more with MLAS's vectorized exp,
-# which woodstar does not mirror.
-_MAX_SOFTMAX_CLASSES = 4
-
 
 def linear_op(node, n_features):
     """(op, class labels or None, probability columns) for one linear node."""
@@ -46,9 +42,6 @@ def linear_op(node, n_features):
                 refuse(node, "post_transform of one score column", post, ("NONE", "LOGISTIC"))
         elif len(labels) != n_targets:
             refuse(node, f"{len(labels)} class labels for", n_targets, "one label per score column")
-        if n_targets > _MAX_SOFTMAX_CLASSES and post in ("SOFTMAX",):
-            refuse(node, f"SOFTMAX over {n_targets} classes (ONNX Runtime's MLAS softmax, "
-                   "not mirrored)", post, f"up to {_MAX_SOFTMAX_CLASSES} classes")
     op = OnnxLinear(coefficients=np.asarray(coefficients, np.float32).reshape(n_targets, n_features),
                     intercepts=np.asarray(intercepts, np.float32),
                     role="classifier" if is_classifier else "regressor", post_transform=post,

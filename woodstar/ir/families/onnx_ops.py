@@ -122,6 +122,12 @@ class NumpyMath:
         """Whether ``x`` holds one row (True/False here; a Torch program decides per call)."""
         return x.shape[0] == 1
 
+    @staticmethod
+    def rows_at_least(x, n):
+        """Whether ``x`` holds ``n`` rows or more (True/False here; a Torch program
+        decides per call)."""
+        return x.shape[0] >= n
+
 
 def _f32(math, value, like):
     return math.full(like, np.float32(value), "float32")
@@ -425,7 +431,7 @@ def linear_scores(op, X, arrays, math=NumpyMath):
     K = len(scores)
     if op.role == "regressor":
         if K > 1:
-            scores = _linear_post(math, scores, op.post_transform)
+            scores = _linear_post(math, scores, op.post_transform, X)
         return math.stack(scores), math.stack(scores)
     n_labels = op.n_labels
     if K == 1:
@@ -439,16 +445,33 @@ def linear_scores(op, X, arrays, math=NumpyMath):
         better = scores[k] > best_score  # a NaN never wins, as in the kernel's loop
         best = math.where(better, _f32(math, float(k), best), best)
         best_score = math.where(better, scores[k], best_score)
-    proba = _linear_post(math, scores, op.post_transform)
+    proba = _linear_post(math, scores, op.post_transform, X)
     return math.stack(scores), math.stack(proba + [best])
 
 
-def _linear_post(math, scores, post_transform):
+# ONNX Runtime's linear kernels (``batched_update_scores_inplace``) take MLAS's softmax
+# for SOFTMAX over five classes or more, and over two to four classes once the call
+# holds this many scores (rows x classes); below, their own float32 loop.
+MLAS_SOFTMAX_FROM_SCORES = {2: 32 * 1024, 3: 16 * 1024, 4: 16 * 1024}
+
+
+def _linear_post(math, scores, post_transform, X):
     if post_transform == "LOGISTIC":
         return [mlas_logistic(math, s) for s in scores]
-    if post_transform in ("SOFTMAX", "SOFTMAX_ZERO"):
-        return _softmax(math, scores, post_transform == "SOFTMAX_ZERO")
-    return list(scores)
+    if post_transform == "SOFTMAX_ZERO":
+        return _softmax(math, scores, True)
+    if post_transform != "SOFTMAX":
+        return list(scores)
+    threshold = MLAS_SOFTMAX_FROM_SCORES.get(len(scores))
+    if threshold is None:
+        return mlas_softmax(math, scores)
+    large = math.rows_at_least(X, -(-threshold // len(scores)))  # the call's rows decide
+    if large is False:
+        return _softmax(math, scores, False)
+    if large is True:
+        return mlas_softmax(math, scores)
+    return [math.where(large, a, b) for a, b in zip(mlas_softmax(math, scores),
+                                                    _softmax(math, scores, False))]
 
 
 @register_op
@@ -467,9 +490,10 @@ class OnnxLinear(Op):
     with LOGISTIC, its logistic by the kernel's ``exp`` formula; several columns take the post-transform:
     LOGISTIC by MLAS's approximation (mirrored operation by operation), SOFTMAX and
     SOFTMAX_ZERO by the kernel's float32 loop (``exp`` as glibc's ``expf``: see the
-    module docstring), which it uses for batches below 16384 scores with 3 or 4
-    classes and 32768 with 2 (above, and for 5 classes or more, it calls MLAS's
-    softmax, which the frontend refuses for 5 classes or more). ``transformed``: the
+    module docstring), which it uses for calls below 16384 scores with 3 or 4
+    classes and 32768 with 2; above, and for 5 classes or more, SOFTMAX is MLAS's
+    softmax (``mlas_softmax``). The call's row count decides, so a program decides
+    per call (``batch_size`` splits a call: each part decides for itself). ``transformed``: the
     probabilities then the label's index (classifier) or the values (regressor)."""
 
     kind = "onnx_linear"
@@ -1132,7 +1156,11 @@ def softmax_columns(op, X, math=NumpyMath):
     block's comment). A NaN anywhere in a row makes the whole row NaN, as in MLAS
     (its exp is NaN, so is the sum); a row of -inf keeps the kernel's own answer."""
     X = math.cast(X, "float32")
-    columns = [math.column(X, j) for j in range(op.width)]
+    return math.stack(mlas_softmax(math, [math.column(X, j) for j in range(op.width)]))
+
+
+def mlas_softmax(math, columns):
+    """``MlasComputeSoftmax`` over float32 columns (one list entry per column)."""
     # vmaxps/vmaxss keep the running maximum unless the new value is larger (a NaN is
     # skipped; its row is NaN whatever the maximum), from float32's lowest value
     v_max = _f32(math, np.finfo(np.float32).min, columns[0])
@@ -1141,7 +1169,7 @@ def softmax_columns(op, X, math=NumpyMath):
     negative_max = -v_max
     exps = [mlas_exp_avx512(math, c + negative_max) for c in columns]
     scale = _f32(math, 1.0, columns[0]) / _lane_sum(exps)
-    return math.stack([e * scale for e in exps])
+    return [e * scale for e in exps]
 
 
 @register_op
@@ -1172,7 +1200,7 @@ class OnnxSoftmax(Op):
         return cls(**meta)
 
 
-__all__ += ["OnnxSoftmax", "softmax_columns", "mlas_exp_avx512", "exact_fma32"]
+__all__ += ["OnnxSoftmax", "softmax_columns", "mlas_softmax", "mlas_exp_avx512", "exact_fma32"]
 
 
 # ------------------------------------------------------------ elementwise operators

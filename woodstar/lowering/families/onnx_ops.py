@@ -102,6 +102,11 @@ class TorchMath:
         # a tensor, so a traced or compiled program decides per call, not once
         return (torch.ones_like(x[:, :1]).sum(dim=0, keepdim=True) == 1)
 
+    @staticmethod
+    def rows_at_least(x, n: int):
+        # counted in float64: exact far past any batch, and decided per call
+        return torch.ones_like(x[:, :1], dtype=torch.float64).sum(dim=0) >= n  # shape (1,)
+
 
 class _Listed(list):
     def tolist(self):

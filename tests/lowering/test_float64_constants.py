@@ -303,3 +303,21 @@ def test_spark_binary_threshold_is_not_a_literal():
     raw = torch.tensor([[0.0, threshold], [0.0, float(np.nextafter(threshold, 1.0))]],
                        dtype=torch.float64)
     np.testing.assert_array_equal(node(raw)[0][:, -1].numpy(), [0.0, 1.0])
+
+
+def test_onnx_ops_float64_fill_is_not_a_literal():
+    """The ONNX-ML ops' filled columns (a double tree ensemble's base values, an SVM's
+    rho) keep a float64 value's bits in a float64 program."""
+    from woodstar.lowering.families.onnx_ops import TorchMath
+
+    value = 0.1
+
+    class Fill(torch.nn.Module):
+        n_features = 2
+
+        def forward(self, x):
+            return TorchMath.full(x, value, "float64") + x[:, 0]
+
+    assert not inexact_float_literals(Fill(), 2)
+    got = Fill()(torch.zeros((3, 2), dtype=torch.float64))
+    np.testing.assert_array_equal(got.numpy(), np.full(3, value))

@@ -35,7 +35,12 @@ class TorchMath:
     @staticmethod
     def full(like, value, dtype):
         base = like[..., 0] if like.dim() == 2 else like
-        return torch.full_like(base, float(value), dtype=_DTYPES[str(np.dtype(dtype))])
+        dtype = _DTYPES[str(np.dtype(dtype))]
+        value = float(value)
+        if dtype == torch.float64 and float(np.float32(value)) != value:
+            # an exporter writes a fill value as float32: a float64 tensor keeps its bits
+            return torch.zeros_like(base, dtype=dtype) + torch.tensor(value, dtype=dtype, device=base.device)
+        return torch.full_like(base, value, dtype=dtype)
 
     @staticmethod
     def log32(x):

@@ -98,3 +98,26 @@ def test_traced_module_is_batch_size_independent(name, strategy, rng):
         traced = torch.jit.trace(module, Xt[:1], check_trace=False)
         np.testing.assert_allclose(traced(Xt)[1].numpy(), module(Xt)[1].numpy(),
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_layout_walks_every_tree_breadth_first_with_siblings_adjacent(rng):
+    """The level-at-a-time layout of a whole forest equals each tree's own
+    breadth-first order (every right child right after its left sibling), stump
+    trees and uneven depths included."""
+    from woodstar.lowering.trees import _layout
+
+    X, y = _data(rng, n=400)
+    forest = ensemble.ExtraTreesRegressor(n_estimators=12, max_depth=None, min_samples_leaf=1,
+                                          random_state=0).fit(X, y + rng.normal(size=len(y)))
+    stumpy = ensemble.GradientBoostingRegressor(n_estimators=5, max_depth=1).fit(X, y)
+    for model in (forest, stumpy):
+        ens = [n.op for n in woodstar.convert(model, "torch").ir.graph.nodes if n.kind == "trees"][0]
+        expected = np.concatenate([
+            _layout.tree_nodes(ens, t)[0] + _layout.sibling_adjacent_order(*_layout.tree_nodes(ens, t)[1:])
+            for t in range(ens.n_trees)])
+        order, rights, roots, _ = _layout.sibling_adjacent_layout(ens)
+        np.testing.assert_array_equal(order, expected)
+        internal = ens.left[order] >= 0
+        # the walk's step: a node's left child sits just before its right child
+        np.testing.assert_array_equal(order[rights[internal] - 1], ens.tree_offsets[
+            np.searchsorted(ens.tree_offsets, order[internal], side="right") - 1] + ens.left[order[internal]])

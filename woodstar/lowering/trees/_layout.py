@@ -24,6 +24,28 @@ def sibling_adjacent_order(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
+def _all_sibling_adjacent_orders(ens: TreeEnsemble) -> np.ndarray:
+    """``sibling_adjacent_order`` of every tree, as global indices, tree after tree:
+    the walk runs one level of all trees at a time (a Python loop per node cost most
+    of a large model's conversion)."""
+    offsets = ens.tree_offsets[:-1].astype(np.int64)
+    frontier, tree = offsets, np.arange(ens.n_trees)
+    nodes, trees, levels = [], [], []
+    level = 0
+    while frontier.size:
+        nodes.append(frontier)
+        trees.append(tree)
+        levels.append(np.full(frontier.size, level))
+        split = ens.left[frontier] >= 0
+        parents, tree = frontier[split], np.repeat(tree[split], 2)
+        base = offsets[tree[::2]]
+        # each parent's left then right child, parents in this level's order
+        frontier = np.stack([base + ens.left[parents], base + ens.right[parents]], axis=1).ravel()
+        level += 1
+    nodes, trees, levels = np.concatenate(nodes), np.concatenate(trees), np.concatenate(levels)
+    return nodes[np.lexsort((levels, trees))]  # stable: a level keeps its order
+
+
 def sibling_adjacent_layout(ens: TreeEnsemble):
     """Every tree renumbered by ``sibling_adjacent_order``, one after another, so that a
     walk step is ``node = right[node] - (x <= t)`` (left child = right child - 1).
@@ -32,8 +54,7 @@ def sibling_adjacent_layout(ens: TreeEnsemble):
     per new position the new index of its right child (a leaf's is itself + 1, and its
     test always says left, so it stays put); each tree's root; the tree of each new
     position."""
-    order = np.concatenate([tree_nodes(ens, t)[0] + sibling_adjacent_order(*tree_nodes(ens, t)[1:])
-                            for t in range(ens.n_trees)])
+    order = _all_sibling_adjacent_orders(ens)
     new_index = np.empty_like(order)
     new_index[order] = np.arange(len(order))
     is_leaf = ens.left[order] < 0

@@ -196,12 +196,13 @@ def test_converted_matches_sklearn(name, models, backend, rng):
                     getattr(converted, method)(bad)
 
 
-# The programs that hold every coupling iteration take minutes to export to ONNX (three
-# to six on CI's cores, binary models included): here one multiclass model on torch.jit
-# (the sampled matrix above leaves them out), and tests/lowering/test_float64_constants.py
-# scans the multiclass program for scalars the ONNX exporter would round;
-# WOODSTAR_FULL_MATRIX=1 runs every probability model on torch.jit and onnx.
-COMPILED_PROBA_CASES = [("nusvc_rbf_ovo_proba", "torch.jit")]
+# A traced program holds every coupling iteration unrolled (tens of seconds to build);
+# an ONNX export holds one loop. Here one multiclass model on torch.jit and a binary one
+# on onnx (the sampled matrix above leaves them out), and
+# tests/lowering/test_float64_constants.py scans the multiclass program for scalars the
+# ONNX exporter would round; WOODSTAR_FULL_MATRIX=1 runs every probability model on
+# torch.jit and onnx.
+COMPILED_PROBA_CASES = [("nusvc_rbf_ovo_proba", "torch.jit"), ("svc_poly_binary_proba", "onnx")]
 
 
 @pytest.mark.parametrize("name,backend_name", COMPILED_PROBA_CASES if os.environ.get(
@@ -218,9 +219,9 @@ def test_compiled_coupling_iterations_match_sklearn(name, backend_name, models, 
 
 @pytest.mark.parametrize("name", ["svc_rbf_proba", "nusvc_rbf_ovo_proba"])
 def test_probability_models_are_refused_on_tvm_at_convert_time(name, models):
-    """TVM takes minutes to compile the unrolled coupling iterations (more than two
-    minutes of CPU for a three-class model, unfinished): refused with the reason,
-    before anything is compiled."""
+    """TVM does not import the coupling loop and takes minutes to compile it unrolled
+    (more than two minutes of CPU for a three-class model, unfinished): refused with
+    the reason, before anything is compiled."""
     from woodstar.backends import all_backends
 
     if not all_backends()["tvm"].is_available()[0]:

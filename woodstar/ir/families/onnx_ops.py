@@ -123,6 +123,16 @@ class NumpyMath:
         return x.shape[0] == 1
 
     @staticmethod
+    def repeat_sweeps(sweep, values, done, most):
+        """``values, done = sweep(values, done)`` up to ``most`` times, stopping once
+        every row is done (a done row's values no longer change)."""
+        for _ in range(most):
+            if done.all():
+                break
+            values, done = sweep(values, done)
+        return values
+
+    @staticmethod
     def rows_at_least(x, n):
         """Whether ``x`` holds ``n`` rows or more (True/False here; a Torch program
         decides per call)."""
@@ -1402,8 +1412,11 @@ def svm_probabilities(op, scores, math=NumpyMath):
             Q[i][j] = -r[j][i] * r[i][j]
     p = [f32(np.float32(1.0) / np.float32(K)) for _ in range(K)]
     eps = f32(np.float32(0.005) / np.float32(K))
-    done = None
-    for _ in range(SVM_COUPLING_ITERATIONS):
+
+    def sweep(p, done):
+        """One pass: the stopping test, then the updates for the rows not yet done (a
+        done row keeps its ``p``, so a pass after every row is done changes nothing)."""
+        p = list(p)
         Qp, pQp = [], zero
         for i in range(K):
             q = zero
@@ -1415,10 +1428,7 @@ def svm_probabilities(op, scores, math=NumpyMath):
         for i in range(K):
             error = math.abs(Qp[i] - pQp)
             max_error = math.where(error > max_error, error, max_error)
-        converged = max_error < eps
-        done = converged if done is None else done | converged
-        if _every_row_done(math, done):
-            break  # a converged row no longer changes: stopping early changes no bit
+        done = done | (max_error < eps)
         before = list(p)
         for i in range(K):
             diff = (-Qp[i] + pQp) / Q[i][i]
@@ -1428,17 +1438,9 @@ def svm_probabilities(op, scores, math=NumpyMath):
             for j in range(K):
                 Qp[j] = (Qp[j] + diff * Q[i][j]) / grown
                 p[j] = p[j] / grown
-        p = [math.where(done, b, a) for a, b in zip(p, before)]
-    return p
+        return [math.where(done, b, a) for a, b in zip(p, before)], done
 
-
-def _every_row_done(math, done):
-    """Whether every row has converged: NumPy's answer, or the math's own (an eager
-    Torch program may stop; a traced or compiled one must run every sweep)."""
-    if isinstance(done, np.ndarray):
-        return bool(done.all())
-    every = getattr(math, "every_row_done", None)
-    return False if every is None else every(done)
+    return math.repeat_sweeps(sweep, p, zero != zero, SVM_COUPLING_ITERATIONS)
 
 
 __all__ += ["svm_probabilities", "SVM_COUPLING_ITERATIONS"]

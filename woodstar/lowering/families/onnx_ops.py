@@ -95,12 +95,25 @@ class TorchMath:
         return out
 
     @staticmethod
-    def every_row_done(mask):
-        """A converged loop may stop in eager mode; a trace or a compiled graph would
-        bake the stop in for every later input, so there it never stops."""
-        if torch.jit.is_tracing() or torch.compiler.is_compiling():
-            return False
-        return bool(mask.all())
+    def repeat_sweeps(sweep, values, done, most: int):
+        """``NumpyMath.repeat_sweeps`` in a program: an exported one holds one loop
+        (ONNX ``Loop``) that stops when every row is done; a trace or a compiled graph
+        runs every sweep (a stop would be baked in for every later input); eager calls
+        stop early."""
+        if torch.compiler.is_exporting():
+            from torch._higher_order_ops.while_loop import while_loop
+
+            count = torch.zeros((), dtype=torch.int64, device=done.device)
+            _, done, *values = while_loop(
+                lambda i, done, *values: (i < most) & ~done.all(),
+                lambda i, done, *values: _sweep_step(sweep, i, done, values), (count, done, *values))
+            return list(values)
+        eager = not (torch.jit.is_tracing() or torch.compiler.is_compiling())
+        for _ in range(most):
+            if eager and bool(done.all()):
+                break
+            values, done = sweep(values, done)
+        return values
 
     @staticmethod
     def single_row(x):
@@ -111,6 +124,11 @@ class TorchMath:
     def rows_at_least(x, n: int):
         # counted in float64: exact far past any batch, and decided per call
         return torch.ones_like(x[:, :1], dtype=torch.float64).sum(dim=0) >= n  # shape (1,)
+
+
+def _sweep_step(sweep, i, done, values):
+    values, done = sweep(list(values), done)
+    return (i + 1, done, *values)
 
 
 class _Listed(list):
@@ -244,12 +262,12 @@ class OnnxSvmNode(nn.Module):
                              torch.from_numpy(op.coefficients.reshape(1, -1).copy()))
         self.estimate_bytes = lambda n_rows: 24 * n_rows * (op.n_vectors + op.n_features + 4)
         if len(getattr(op, "prob_a", ())):
-            # the exported program holds all 100 coupling sweeps unrolled: the ONNX
-            # export of a three-class model did not finish in six minutes
-            self.refused_by = {backend: unsupported_message(
+            # TVM's importer takes the exported program's coupling loop (while_loop)
+            # nowhere; unrolled, its 100 sweeps take many minutes to compile
+            self.refused_by = {"tvm": unsupported_message(
                 "an ONNX SVMClassifier with probabilities (prob_a, prob_b)", "backend",
-                backend, "'torch', 'torch.jit' (exporting the unrolled coupling iterations "
-                "takes many minutes)") for backend in ("onnx", "tvm")}
+                "tvm", "'torch', 'torch.jit', 'onnx' (TVM does not import the coupling "
+                "loop, and compiling its 100 sweeps unrolled takes many minutes)")}
 
     def forward(self, x):
         arrays = {"support_vectors": self.support_vectors, "coefficients": self.coefficients}

@@ -1,14 +1,15 @@
 """Torch lowerings of the kernel-SVM ops (NumPy references: woodstar/ir/families/svm.py).
 
-Everything runs in float64, as libsvm does. The probability iterations are unrolled
-to libsvm's ``max_iter`` (``max(100, n_classes)``) with a per-row "still iterating"
+Everything runs in float64, as libsvm does. The probability iterations run up to
+libsvm's ``max_iter`` (``max(100, n_classes)``) with a per-row "still iterating"
 mask: a row that libsvm stops for takes zero steps from then on, which leaves its
 values exactly as they were, so no branch depends on the data. Eager calls stop once
-every row has stopped; a traced program (TorchScript, ONNX, TVM, torch.compile) holds
-all the iterations, which makes it large: ``max_iter * (18 k + 10)`` operations.
-TVM takes minutes of CPU time to compile even a three-class model's (more than two
-minutes measured, unfinished), so the TVM backend refuses these at convert time
-(``refused_by``); TorchScript and ONNX build them in tens of seconds.
+every row has stopped. An exported program (ONNX) holds the iteration once, as a
+loop (``while_loop``, ONNX ``Loop``) that stops when every row has; a traced one
+(TorchScript, torch.compile) holds all of them unrolled: ``max_iter * (18 k + 10)``
+operations. TVM does not import the loop and takes minutes of CPU time to compile
+the unrolled form (more than two minutes for a three-class model, unfinished), so
+the TVM backend refuses these at convert time (``refused_by``).
 """
 
 import numpy as np
@@ -125,9 +126,9 @@ class SVMPairwiseProbaNode(nn.Module):
     # backend -> why it refuses a program holding this node (checked at convert time)
     refused_by = {"tvm": unsupported_message(
         "a kernel SVM with probability=True", "backend", "tvm",
-        "'torch', 'torch.jit', 'onnx', 'torch.compile' (TVM takes minutes to compile "
-        "libsvm's unrolled probability iterations; the model without probability=True "
-        "converts to TVM)")}
+        "'torch', 'torch.jit', 'onnx', 'torch.compile' (TVM does not import libsvm's "
+        "probability loop and takes minutes to compile it unrolled; the model without "
+        "probability=True converts to TVM)")}
 
     def __init__(self, op, force_unroll=False):
         super().__init__()
@@ -168,28 +169,42 @@ class SVMPairwiseProbaNode(nn.Module):
         q_diag = (rt * rt * self.off_diagonal).sum(dim=2)  # Q[t][t] = sum_{j != t} r[j][t]^2
         off_upper = -(rt * r) * self.upper_mask  # Q[t][j] = -r[j][t] * r[t][j], j > t
         Q = off_upper + off_upper.transpose(1, 2) + q_diag.unsqueeze(2) * self.eye
-        rows = [Q[:, t, :] for t in range(k)]
-        diagonal = [q_diag[:, t:t + 1] for t in range(k)]
-        units = [self.eye[t] for t in range(k)]
         zero = torch.zeros_like(q_diag[:, :1])
         p = torch.zeros_like(q_diag) + self.start
         active = zero == zero
-        may_stop = not (self.force_unroll or _traced())
-        for _ in range(self.max_iter):
+
+        def iteration(p, active):
+            """One pass of libsvm's loop: its stopping test, then a step for every row
+            still iterating (a stopped row's step is zero: its values stay exact)."""
             Qp = torch.matmul(Q, p.unsqueeze(2)).squeeze(2)
             pQp = (p * Qp).sum(dim=1, keepdim=True)
             error = torch.abs(Qp - pQp)
             max_error = torch.where(error > 0, error, zero).max(dim=1, keepdim=True).values
             active = active & ~(max_error < self.eps)
+            for t in range(k):  # views taken here: a loop body may not capture aliases
+                qp_t, q_tt = Qp[:, t:t + 1], q_diag[:, t:t + 1]
+                diff = torch.where(active, (pQp - qp_t) / q_tt, zero)
+                step = 1 + diff
+                p = (p + diff * self.eye[t]) / step
+                pQp = (pQp + diff * (diff * q_tt + 2 * qp_t)) / step / step
+                Qp = (Qp + diff * Q[:, t, :]) / step
+            return p, active
+
+        if torch.compiler.is_exporting() and not self.force_unroll:
+            # one loop in the exported graph (ONNX Loop), not max_iter copies of the
+            # body: an export in seconds instead of minutes, and it stops when libsvm does
+            from torch._higher_order_ops.while_loop import while_loop
+
+            count = torch.zeros((), dtype=torch.int64, device=p.device)
+            _, p, _ = while_loop(
+                lambda i, p, active: (i < self.max_iter) & active.any(),
+                lambda i, p, active: (i + 1, *iteration(p, active)), (count, p, active))
+            return (p,)
+        may_stop = not (self.force_unroll or _traced())
+        for _ in range(self.max_iter):
+            p, active = iteration(p, active)
             if may_stop and not bool(active.any()):
                 break
-            for t in range(k):
-                qp_t = Qp[:, t:t + 1]
-                diff = torch.where(active, (pQp - qp_t) / diagonal[t], zero)
-                step = 1 + diff
-                p = (p + diff * units[t]) / step
-                pQp = (pQp + diff * (diff * diagonal[t] + 2 * qp_t)) / step / step
-                Qp = (Qp + diff * rows[t]) / step
         return (p,)
 
 

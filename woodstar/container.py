@@ -48,6 +48,9 @@ class ConvertedModel:
         # What every call reads, looked up once: a one-row call is mostly this overhead.
         self._to_features = feature_matrix_function(head, model_ir.schema,
                                                     model_ir.input_precision)
+        self._whole_call = plan.needs_whole_call(model_ir)
+        if self._whole_call:
+            self._to_features = _dense_rows_only(self._to_features, head.estimator)
         self._nan_scores_error = head.nan_scores_error
         self.n_features_in_ = head.n_features
         if head.feature_names is not None:
@@ -162,6 +165,9 @@ class ConvertedModel:
         key = (route, precision)
         rows = self._batch_rows.get(key)
         if rows is None:
+            if self._whole_call:  # NMF's transform solves over all rows of the call
+                rows = self._batch_rows[key] = plan.EVERY_SIZE
+                return rows
             if route == "program" and self.options.batch_size is None:
                 per_row = self._program(precision).module.estimate_bytes(1)
             else:
@@ -227,8 +233,10 @@ class ConvertedModel:
     def _run_rows(self, X, precision):
         n = X.shape[0]
         route = self._routes.for_rows(n)
-        if route == "program" and not X.flags.c_contiguous:  # Fortran-ordered rows
-            X = np.ascontiguousarray(X)
+        if route == "program" and not X.flags.c_contiguous and not self._whole_call:
+            X = np.ascontiguousarray(X)  # Fortran-ordered rows (a whole-call solve, NMF's,
+            # reads them in the caller's order: only the torch backend's eager program
+            # takes such a model, and it takes any layout)
         runner = self._cpu_runners.get((route, precision)) if route != "program" else None
         if runner is None:
             runner = self._runner(route, precision)
@@ -460,3 +468,20 @@ def make_container(model_ir: ModelIR, backend_cls, options: Options, device,
     device = _checked_device(device, backend_cls)
     container = cls(model_ir, backend_cls, options, device, programs)
     return container if programs else container._prepare()
+
+
+def _dense_rows_only(to_features, estimator):
+    """The input edge of a model whose transform solves over the whole call (NMF):
+    scikit-learn solves sparse rows with its sparse products, which sum in another
+    order, so sparse rows are refused rather than made dense."""
+
+    def run(X, dtype):
+        if type(X).__module__.startswith("scipy.sparse") and hasattr(X, "toarray"):
+            raise TypeError(f"{estimator}: sparse input is not reproduced here (scikit-learn "
+                            f"solves sparse rows with its sparse products, summed in another "
+                            f"order); pass dense rows.")
+        return to_features(X, dtype)
+
+    run.plain, run.refuse_nan, run.refuse_inf = (to_features.plain, to_features.refuse_nan,
+                                                 to_features.refuse_inf)
+    return run

@@ -32,7 +32,7 @@ from .lowering.routing import small_batch_rows
 from .runtimes import TREE_RUNTIMES, tree_runtime
 
 __all__ = ["ROUTES", "RouteChoice", "choose_routes", "precision_for", "rows_per_batch",
-           "cpu_bytes_per_row"]
+           "cpu_bytes_per_row", "needs_whole_call"]
 
 ROUTES = ("program", "numpy") + tuple(r.name for r in TREE_RUNTIMES)
 EVERY_SIZE = sys.maxsize
@@ -196,6 +196,13 @@ def cpu_bytes_per_row(ir: ModelIR) -> int:
     widths = sum(t.width for t in ir.graph.types.values())
     outputs = sum(n.op.n_outputs for n in ir.graph.nodes_of("trees"))
     return 16 * (widths + outputs) + 8
+
+
+def needs_whole_call(ir: ModelIR) -> bool:
+    """Whether a row's answer depends on the other rows of the call (an op with
+    ``whole_call``, e.g. NMF's transform, which solves over all of them): such a call
+    is never split into batches, whatever ``batch_size`` or the memory budget say."""
+    return any(getattr(node.op, "whole_call", False) for node in ir.graph.nodes)
 
 
 def rows_per_batch(options, bytes_per_row: int) -> int:

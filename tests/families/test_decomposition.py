@@ -1,6 +1,6 @@
 """Decomposition and projection estimators: PCA (whiten), IncrementalPCA, KernelPCA
 (every kernel), TruncatedSVD, FastICA, the random projections and PLSRegression,
-bare and as pipeline steps; NMF and MiniBatchNMF refused with the reason.
+bare and as pipeline steps (NMF and MiniBatchNMF: tests/families/test_nmf_exact.py).
 
 The default CPU route repeats scikit-learn's NumPy expressions, so ``transform`` is
 its answer to the bit; the Torch programs sum the products in their own order."""
@@ -25,7 +25,7 @@ from ..conftest import BASE_SEED  # noqa: E402
 from .._parity import assert_parity  # noqa: E402
 
 COVERS_OPS = ("projection", "kernel_pca")
-COVERS_MODELS = ("FastICA", "GaussianRandomProjection", "IncrementalPCA", "KernelPCA", "MiniBatchNMF", "NMF", "PCA", "PLSRegression", "SparseRandomProjection", "TruncatedSVD")
+COVERS_MODELS = ("FastICA", "GaussianRandomProjection", "IncrementalPCA", "KernelPCA", "PCA", "PLSRegression", "SparseRandomProjection", "TruncatedSVD")
 
 N_FEATURES = 6
 MODELS = {
@@ -174,22 +174,6 @@ def test_save_and_load(fitted, tmp_path, rng):
         X = _rows(model, rng)
         for method in _methods(model):
             np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(model, method)(X))
-
-
-@pytest.mark.parametrize("make", [lambda: dec.NMF(2, max_iter=500),
-                                  lambda: dec.MiniBatchNMF(2, max_iter=50)])
-def test_nmf_is_refused_with_the_reason(make, rng):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = make().fit(np.abs(_train(rng)))
-        pipe = make_pipeline(make(), LogisticRegression()).fit(np.abs(_train(rng)),
-                                                              rng.integers(0, 2, 200))
-    name = type(model).__name__
-    for source in (model, pipe):
-        with pytest.raises(MissingConverter, match=rf"Cannot convert {name}: transform is not "
-                                                   r"supported \(got 'an optimisation solved on "
-                                                   r"each call'\).*rows beside it"):
-            woodstar.convert(source, "torch")
 
 
 def test_unsupported_kernel_pca_options_are_refused(rng):

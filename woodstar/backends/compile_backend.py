@@ -24,7 +24,7 @@ import types
 
 import torch
 
-from ._base import Runner, to_numpy
+from ._base import Runner, refuse_unsupported_parts, to_numpy
 from ._threads import torch_threads
 from .registry import register_backend
 
@@ -156,6 +156,7 @@ class TorchCompileBackend:
 
     @staticmethod
     def compile(module, example, options, device):
+        refuse_unsupported_parts(module, "torch.compile")
         return CompiledRunner(module, options, device)
 
     @staticmethod

@@ -11,6 +11,7 @@ import warnings
 
 import torch
 
+from ._base import refuse_unsupported_parts
 from ._threads import torch_threads
 from .registry import register_backend
 from .torch_backend import TorchRunner
@@ -56,6 +57,7 @@ class TorchScriptBackend:
 
     @staticmethod
     def compile(module, example, options, device):
+        refuse_unsupported_parts(module, "torch.jit")
         return TorchScriptRunner(module, options, device)
 
     @staticmethod

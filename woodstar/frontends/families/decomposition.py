@@ -9,18 +9,29 @@ computed once here with the same expression. Private attributes read:
 KernelPCA ``_centerer``, PLSRegression ``_x_mean``/``_x_std``/``_predict_1d``,
 LinearDiscriminantAnalysis ``_max_components`` (the ones ``transform``/``predict`` use).
 
-NMF and MiniBatchNMF are refused: their ``transform`` solves an optimisation on
-each call, started from the whole batch (NMF's ``mu`` solver starts at
-``sqrt(X.mean() / n_components)``) and stopped by a tolerance on the whole batch,
-so a row's answer depends on the rows beside it and cannot be reproduced from the
-fitted parameters.
+NMF and MiniBatchNMF -> ``nmf_transform``: their ``transform`` solves an
+optimisation on each call, started from the whole call (NMF's ``mu`` solver and
+MiniBatchNMF start at ``sqrt(X.mean() / n_components)``) and stopped by a tolerance
+on the whole call, so a row's answer depends on the rows beside it. The op repeats
+that solve on the call's rows, all at once (the container never splits such a call
+into batches), on the CPU route and in the torch backend's eager program; traced and
+exported programs refuse it (woodstar/lowering/families/decomposition.py says why). What ``transform`` derives from the parameters is derived
+here with the source's expressions (``_compute_regularization``'s W penalties, the
+loss's beta and the MM exponent gamma); MiniBatchNMF's are read from its fitted
+private attributes ``_beta_loss``, ``_gamma``, ``_n_components`` and
+``_transform_max_iter``. NMF's cd solver with ``shuffle=True`` draws one permutation
+per iteration from ``check_random_state(random_state)``: an int seed is a fresh
+``RandomState`` on every call (repeated here); a RandomState instance or None draws
+from a state that moves from call to call, so it is refused.
 """
+
+from numbers import Integral
 
 import numpy as np
 
 from ...exceptions import MissingConverter, unsupported_message
 from ...ir import INPUT, ColumnOps, Concat, GraphBuilder, LinearModel, ModelIR, ValueType
-from ...ir.families.decomposition import KERNELS, KernelPCAOp, Projection
+from ...ir.families.decomposition import KERNELS, KernelPCAOp, NMFTransform, Projection
 from .._sklearn import check_fitted, sklearn_head
 from ..registry import register_frontend
 from ..sklearn_compose import transformer
@@ -29,8 +40,7 @@ from ..sklearn_linear import _coef_arrays
 __all__ = ["transform_ops", "DECOMPOSITIONS"]
 
 DECOMPOSITIONS = ("PCA", "IncrementalPCA", "KernelPCA", "TruncatedSVD", "FastICA",
-                  "GaussianRandomProjection", "SparseRandomProjection")
-REFUSED = ("NMF", "MiniBatchNMF")
+                  "GaussianRandomProjection", "SparseRandomProjection", "NMF", "MiniBatchNMF")
 
 
 def _pca(model):
@@ -125,20 +135,86 @@ def _pls_projection(model):
     return [scale, Projection("PLSRegression", np.asarray(model.x_rotations_), transpose=False)]
 
 
-def _refuse_nmf(model):
-    name = type(model).__name__
+_BETA_LOSSES = {"frobenius": 2, "kullback-leibler": 1, "itakura-saito": 0}
+
+
+def _mm_gamma(beta):
+    """The exponent of the Maximization-Minimization update for ``beta``, as both
+    estimators compute it."""
+    if beta < 1:
+        return 1.0 / (2.0 - beta)
+    if beta > 2:
+        return 1.0 / (beta - 1.0)
+    return 1.0
+
+
+def _w_penalties(model):
+    """``_compute_regularization``'s W terms (l1, l2); n_features is the rows' width."""
+    n_features = int(model.n_features_in_)
+    alpha_W, l1_ratio = model.alpha_W, model.l1_ratio
+    return n_features * alpha_W * l1_ratio, n_features * alpha_W * (1.0 - l1_ratio)
+
+
+def _refuse_components_count(model, given, k):
     raise MissingConverter(unsupported_message(
-        name, "transform", "an optimisation solved on each call",
-        "estimators whose transform is a function of the fitted parameters alone: "
-        f"{name}.transform starts from and stops on the whole batch, so a row's answer "
-        "depends on the rows beside it"))
+        type(model).__name__, "n_components", given,
+        f"{k}, the fitted components' count (transform raises on every call otherwise)"))
+
+
+def _minibatch_nmf(model):
+    check_fitted(model, "_transform_max_iter")
+    H = np.asarray(model.components_)
+    if int(model._n_components) != H.shape[0]:
+        _refuse_components_count(model, model._n_components, H.shape[0])
+    l1_reg, l2_reg = _w_penalties(model)
+    return [NMFTransform(name="MiniBatchNMF", components=H, solver="minibatch",
+                         beta_loss=model._beta_loss, gamma=model._gamma, tol=model.tol,
+                         max_iter=model._transform_max_iter, l1_reg=l1_reg, l2_reg=l2_reg)]
+
+
+def _shuffle_seed(model):
+    """The int seed of the cd solver's shuffled coordinate order, or None."""
+    if model.solver != "cd" or not model.shuffle:
+        return None
+    seed = model.random_state
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise MissingConverter(unsupported_message(
+            "NMF", "random_state with shuffle=True", type(seed).__name__,
+            "an int: the cd solver draws its coordinate order from "
+            "check_random_state(random_state) on every call, and only an int seed "
+            "starts each call from the same state (None or a RandomState instance "
+            "moves from call to call)"))
+    return int(seed)
+
+
+def _nmf(model):
+    check_fitted(model, "components_")
+    if type(model).__name__ == "MiniBatchNMF":
+        return _minibatch_nmf(model)
+    H = np.asarray(model.components_)
+    k = H.shape[0]
+    expected = {None: int(model.n_features_in_), "auto": k}.get(model.n_components,
+                                                                model.n_components)
+    if expected != k:
+        _refuse_components_count(model, model.n_components, k)
+    beta = _BETA_LOSSES.get(model.beta_loss, model.beta_loss)
+    solver = model.solver
+    if solver not in ("cd", "mu") or (solver == "cd" and beta != 2):
+        raise MissingConverter(unsupported_message(
+            "NMF", "solver and beta_loss", f"{solver!r} with {model.beta_loss!r}",
+            "'cd' with 'frobenius', or 'mu' with any beta_loss (scikit-learn's transform "
+            "raises for the others)"))
+    l1_reg, l2_reg = _w_penalties(model)
+    return [NMFTransform(name="NMF", components=H, solver=solver, beta_loss=beta,
+                         gamma=_mm_gamma(beta), tol=model.tol, max_iter=model.max_iter,
+                         l1_reg=l1_reg, l2_reg=l2_reg, seed=_shuffle_seed(model))]
 
 
 _OPS = {"PCA": _pca, "IncrementalPCA": _pca, "TruncatedSVD": _truncated_svd,
         "GaussianRandomProjection": _random_projection,
         "SparseRandomProjection": _random_projection, "FastICA": _fast_ica,
         "KernelPCA": _kernel_pca, "LinearDiscriminantAnalysis": _lda_projection,
-        "PLSRegression": _pls_projection, "NMF": _refuse_nmf, "MiniBatchNMF": _refuse_nmf}
+        "PLSRegression": _pls_projection, "NMF": _nmf, "MiniBatchNMF": _nmf}
 
 
 def transform_ops(model):
@@ -162,7 +238,7 @@ def chain_ops(builder, ops, value, name):
     return value
 
 
-@register_frontend("sklearn", *DECOMPOSITIONS, *REFUSED)
+@register_frontend("sklearn", *DECOMPOSITIONS)
 def _bare(model, options):
     ops = transform_ops(model)
     builder = GraphBuilder(ValueType.floats(int(model.n_features_in_)))

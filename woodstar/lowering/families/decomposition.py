@@ -1,15 +1,17 @@
 """Torch lowerings of the decomposition ops (NumPy references:
-woodstar/ir/families/decomposition.py): the same steps, in the same dtypes."""
+woodstar/ir/families/decomposition.py): the same steps, in the same dtypes; the NMF
+solve hands the batch to its NumPy reference (``NMFTransformNode`` says why)."""
 
 import numpy as np
 import torch
 from torch import nn
 
+from ...exceptions import unsupported_message
 from ...ir.families.decomposition import _normalize, _row_norms
 from ..ops import register_lowering
 from ._constants import register_constant
 
-__all__ = ["ProjectionNode", "KernelPCANode", "torch_dtype", "in_place"]
+__all__ = ["ProjectionNode", "KernelPCANode", "NMFTransformNode", "torch_dtype", "in_place"]
 
 
 def torch_dtype(dtype):
@@ -119,3 +121,37 @@ class KernelPCANode(nn.Module):
 @register_lowering("kernel_pca")
 def _kernel_pca(op, input_dtypes, context):
     return KernelPCANode(op, input_dtypes[0])
+
+
+# Backends that trace or export the module: a trace would keep the NumPy call's result
+# as a constant, an export has no NumPy to call.
+NMF_REFUSING_BACKENDS = ("torch.jit", "torch.compile", "onnx", "tvm")
+
+
+class NMFTransformNode(nn.Module):
+    """``nmf_transform`` in a Torch program: the batch goes to the op's NumPy solve
+    and back. The solve is hundreds of small BLAS products and a coordinate loop whose
+    order decides the answer; Torch's own products (another BLAS, another blocking)
+    would not give scikit-learn's bits, so the eager program runs the same NumPy code
+    as the CPU route. Programs that trace or export refuse it by name."""
+
+    def __init__(self, op, input_dtype):
+        super().__init__()
+        self.op = op
+        reason = (f"'torch' (its CPU route or its eager program): {op.name}.transform "
+                  f"solves an optimisation over the whole call with NumPy's BLAS products, "
+                  f"to scikit-learn's bits; a traced or exported program cannot call NumPy, "
+                  f"and Torch's own products would give other bits")
+        self.refused_by = {backend: unsupported_message(op.name, "backend", backend, reason)
+                           for backend in NMF_REFUSING_BACKENDS}
+        width = op.n_features + op.n_components
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * (3 * width + op.n_components)
+
+    def forward(self, x):
+        W = self.op.reference([x.detach().cpu().numpy()])[0]
+        return (torch.from_numpy(W).to(x.device),)
+
+
+@register_lowering("nmf_transform")
+def _nmf_transform(op, input_dtypes, context):
+    return NMFTransformNode(op, input_dtypes[0])

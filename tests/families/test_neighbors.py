@@ -2,16 +2,16 @@
 
 Exactness: the KD and ball trees (scikit-learn's choice for small data) and the
 brute-force search with non-euclidean metrics sum the reduced distance feature by
-feature in float64; woodstar's CPU route does the same, so labels, probabilities and
-regression values are scikit-learn's bit for bit. Two distances are not reproducible
-in NumPy and are compared within 1e-12 where distance weights use them: the
-brute-force euclidean search takes the rows' norms from BLAS ``ddot`` (its own
-summation order), and ``|d|**p`` for a general Minkowski ``p`` is libm's ``pow`` in
-scikit-learn but NumPy's vectorised power here (a few ULPs). Labels stay identical.
-Exactly tied distances at the k-th place: scikit-learn keeps whichever rows its
-heap leaves (push order: training-index order or per-thread chunks for brute force,
-visit order for the trees; woodstar/ir/families/neighbors.py says exactly);
-woodstar keeps the lower training index, so with tied rows we check the answers
+feature in float64; woodstar's CPU route does the same (Minkowski's ``|d|**p`` with
+libm's ``pow``, as scikit-learn), so labels, probabilities and regression values are
+scikit-learn's bit for bit. Two distances are not reproducible in NumPy and are
+compared within 1e-12 where distance weights use them: the brute-force euclidean
+search takes the rows' norms from BLAS ``ddot`` (its own summation order), and the
+traced programs' ``|d|**p`` for a general Minkowski ``p`` is the backend's power, not
+libm's (a few ULPs). Labels stay identical.
+Exactly tied distances at the k-th place: the CPU route replays scikit-learn's heap
+and search order (tests/families/test_knn_ties.py), so it keeps scikit-learn's rows;
+the traced programs keep the lower training index, so there we check the answers
 wherever the k-th and (k+1)-th distances differ (rows where scikit-learn's own
 answer is determined).
 
@@ -47,7 +47,8 @@ EXACT = {
     "knn_chebyshev": (lambda: KNeighborsClassifier(3, metric="chebyshev", weights="distance"), True),
     "knn_cosine": (lambda: KNeighborsClassifier(6, metric="cosine", weights="distance"), True),
     "knn_brute_euclid": (lambda: KNeighborsClassifier(7, weights="distance", algorithm="brute"), False),
-    "knn_p3": (lambda: KNeighborsClassifier(4, p=3, weights="distance"), False),
+    "knn_p3": (lambda: KNeighborsClassifier(4, p=3, weights="distance"), True),
+    "knn_p3_brute": (lambda: KNeighborsClassifier(4, p=3, weights="distance", algorithm="brute"), True),
     "knnr_kd": (lambda: KNeighborsRegressor(5), True),
     "knnr_distance_2d": (lambda: KNeighborsRegressor(10, weights="distance"), True),
     "knnr_brute": (lambda: KNeighborsRegressor(6, weights="distance", algorithm="brute"), False),
@@ -222,11 +223,11 @@ def test_exact_ties_keep_the_determined_neighbours(rng):
 
 @pytest.mark.parametrize("algorithm", ["brute", "kd_tree", "ball_tree"])
 def test_integer_features_match_wherever_the_kth_distance_is_not_tied(algorithm, rng):
-    """Integer-valued features and targets, ties everywhere, many seeds: on every query
-    whose k-th and (k+1)-th distances differ, predict, predict_proba and the
-    regressor's mean equal scikit-learn's bit for bit on the NumPy route and the Torch
-    program (integer targets: the mean's sum
-    is exact in any order); elsewhere the neighbours' distances are the same."""
+    """Integer-valued features and targets, ties everywhere, many seeds: predict,
+    predict_proba and the regressor's mean equal scikit-learn's bit for bit on every
+    query on the CPU route, and on the Torch program wherever the k-th and (k+1)-th
+    distances differ (integer targets: the mean's sum is exact in any order);
+    elsewhere the program's neighbours' distances are the same."""
     undetermined = 0
     for _ in range(6):
         local = np.random.default_rng(rng.integers(1 << 31))
@@ -241,9 +242,8 @@ def test_integer_features_match_wherever_the_kth_distance_is_not_tied(algorithm,
         distances, _ = models[0].kneighbors(Q, k + 1)
         determined = distances[:, k - 1] < distances[:, k]
         undetermined += (~determined).sum()
-        D = Q[determined]
         for model in models:
-            for config in ({}, {"cpu_route": "program"}):
+            for config, D in (({}, Q), ({"cpu_route": "program"}, Q[determined])):
                 converted = woodstar.convert(model, "torch", extra_config=config)
                 for method in ("predict", "predict_proba"):
                     if hasattr(model, method):

@@ -7,7 +7,10 @@ KD and ball trees (the default for small data) and the brute-force search with a
 non-euclidean metric sum the reduced distance feature after feature; the brute-force
 euclidean search uses ``|x|^2 - 2 x.t + |t|^2``; cosine goes through
 ``cosine_distances``. Read: ``_fit_X``, ``_y``, ``classes_``, ``n_neighbors``,
-``weights``, ``effective_metric_(params_)``, ``_fit_method``.
+``weights``, ``effective_metric_(params_)``, ``_fit_method``, and for k-neighbours
+over a KD or ball tree the fitted tree's arrays (``_tree.get_arrays()``: its row
+permutation, nodes and bounds), whose query the CPU route replays to keep the rows
+scikit-learn keeps among ties at the k-th distance.
 """
 
 import numpy as np
@@ -73,11 +76,28 @@ def _search_fields(model):
                 formula=formula, weights=model.weights)
 
 
+def _tree_arrays(model):
+    """The fitted KD or ball tree's arrays, which the CPU route's replay of its query
+    reads (none for the brute-force search, or a tree over other data than ``_fit_X``)."""
+    if model._fit_method not in ("kd_tree", "ball_tree"):
+        return {}
+    data, idx_array, node_data, node_bounds = model._tree.get_arrays()
+    if not np.array_equal(np.asarray(data), model._fit_X):
+        return {}
+    return dict(
+        tree_index=np.ascontiguousarray(idx_array, dtype=np.int64),
+        tree_nodes=np.ascontiguousarray(np.column_stack(
+            [node_data["idx_start"], node_data["idx_end"], node_data["is_leaf"]]), dtype=np.int64),
+        tree_radius=np.ascontiguousarray(node_data["radius"], dtype=np.float64),
+        tree_bounds=np.ascontiguousarray(node_bounds, dtype=np.float64))
+
+
 @register_frontend("sklearn", "KNeighborsClassifier", "KNeighborsRegressor")
 def _k_neighbors(model, options):
     check_fitted(model, "_fit_X")
     name = type(model).__name__
-    fields = dict(_search_fields(model), n_neighbors=int(model.n_neighbors))
+    fields = dict(_search_fields(model), n_neighbors=int(model.n_neighbors),
+                  search=str(model._fit_method), **_tree_arrays(model))
     if name == "KNeighborsClassifier":
         if model.outputs_2d_:
             _refuse(model, "multi-output targets", "2-D y", "one target")

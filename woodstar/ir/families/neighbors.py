@@ -16,32 +16,33 @@ Distances (``formula``):
   ``max(0, (|x|^2 + -2 x.t) + |t|^2)``, then ``sqrt``;
 * ``"cosine"``: ``1 - x.t / (|x| |t|)`` clipped to [0, 2] (``cosine_distances``).
 
-Neighbours are ordered by the reduced distance; among rows at exactly the same
-distance the lower training index comes first. Wherever the k-th and (k+1)-th
-distances differ the k nearest are determined and the answers are scikit-learn's.
-Where rows tie at the k-th distance scikit-learn keeps the ones its search leaves in
-a fixed-size max-heap (``sklearn.utils._heap.heap_push``, scikit-learn 1.9): a
-candidate is pushed only when strictly below the heap's largest value, and then
-replaces the root, which is whichever of the tied largest values the heap's layout
-put there (not the highest index, not the last pushed). So the rows kept depend on
-the order the candidates are pushed in:
+Ties at the k-th distance. scikit-learn keeps the rows its search leaves in a
+fixed-size max-heap (``sklearn.utils._heap.heap_push``, scikit-learn 1.9): a candidate
+is pushed only when strictly below the heap's largest value, and then replaces the
+root, which is whichever of the tied largest values the heap's layout put there. So
+the rows kept, and the order its final sort (an introsort, not stable) leaves tied
+rows in, depend on the order the candidates are pushed in:
 
-* brute force (``ArgKmin``): each query's candidates in training-index order when
-  the training rows fit one chunk (256 rows) or the search runs "parallel on X"
-  (more queries than training rows, or more than ``4 * 256 * threads`` queries);
-  otherwise "parallel on Y": each thread fills its own heaps from a static share of
-  the training chunks, then those are pushed into one heap thread after thread, so
-  the choice depends on the thread count of the calling process and the batch size;
-* KD tree and ball tree: the order the depth-first search visits the leaves (by
-  their lower distance bound, nearer child first) and the tree's permutation of the
-  rows within a leaf.
+* brute force (``ArgKmin``): training-index order ("parallel on X": more queries than
+  training rows, more than ``4 * 256 * threads`` queries, or a classifier with uniform
+  weights and a non-euclidean metric), else "parallel on Y": each thread fills its
+  own heaps from a static share of the 256-row training chunks, then those are pushed
+  into one heap thread after thread; the thread count is that of the calling process;
+* KD tree and ball tree: the order the depth-first search visits the leaves (by their
+  lower distance bound, nearer child first) and the tree's permutation of the rows
+  within a leaf;
+* the cosine metric's brute force: NumPy's ``argpartition``, then ``argsort``.
 
-Replaying the first case exactly takes ``n_train`` sequential heap pushes per query
-(thousands of operations in a traced program) and the others depend on the call, so
-the lower index is kept instead. With three features taking five integer values and
-k from 2 to 7 (ties everywhere), about one query in eight kept other rows than brute
-force does and two in three other rows than the trees do; the neighbours' distances
-are the same either way.
+The CPU route replays each of these (woodstar/runtimes/families/neighbors.py, which
+also says where the caller's input, not the model, decides scikit-learn's search;
+``search`` names scikit-learn's search and ``tree_*`` hold the fitted tree), so its
+answers are scikit-learn's on tied rows too. The reference here, and the traced
+programs (woodstar/lowering/families/neighbors.py), keep the lower training index
+among rows at the same distance instead: replaying a heap takes ``n_train``
+sequential pushes per query, thousands of operations in a traced program. With three
+features taking five integer values and k from 2 to 7 (ties everywhere), about one
+query in eight keeps other rows than brute force does and two in three other rows
+than the trees do; the neighbours' distances are the same either way.
 
 ``RadiusNeighbors`` (kind ``radius_neighbors``): every training row whose reduced
 distance is ``<=`` the reduced radius (``r**2`` for euclidean, ``r**p`` for Minkowski,
@@ -68,6 +69,8 @@ KNN_METRICS = ("euclidean", "manhattan", "chebyshev", "minkowski", "cosine")
 KNN_FORMULAS = ("direct", "gemm", "cosine")
 KNN_MODES = ("classifier", "regressor")
 WEIGHTS = ("uniform", "distance")
+KNN_SEARCHES = ("", "brute", "kd_tree", "ball_tree")
+_TREE_ARRAYS = ("tree_index", "tree_nodes", "tree_radius", "tree_bounds")
 _CHUNK_ELEMENTS = 1 << 22  # query rows x training rows per block of the reference
 
 
@@ -161,6 +164,14 @@ class KNeighbors(Op):
     weights: str = "uniform"
     mode: str = "classifier"
     n_classes: int = 0
+    search: str = ""  # scikit-learn's _fit_method ("": not recorded, saved before)
+    # the fitted KD or ball tree (read by the CPU route's replay of its query; None:
+    # not recorded): idx_array; node_data's (idx_start, idx_end, is_leaf) and radius;
+    # node_bounds ((2, nodes, F) lower and upper bounds, or (1, nodes, F) centroids)
+    tree_index: np.ndarray | None = None
+    tree_nodes: np.ndarray | None = None
+    tree_radius: np.ndarray | None = None
+    tree_bounds: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -182,6 +193,9 @@ class KNeighbors(Op):
         self.expect(self.formula in KNN_FORMULAS, f"formula {self.formula!r} not in {KNN_FORMULAS}")
         self.expect(self.weights in WEIGHTS, f"weights {self.weights!r} not in {WEIGHTS}")
         self.expect(self.mode in KNN_MODES, f"mode {self.mode!r} not in {KNN_MODES}")
+        self.expect(self.search in KNN_SEARCHES, f"search {self.search!r} not in {KNN_SEARCHES}")
+        if self.tree_index is not None:
+            self._validate_tree()
         self.expect(1 <= self.n_neighbors <= self.n_train,
                     f"n_neighbors {self.n_neighbors} not in [1, {self.n_train}]")
         self.expect(len(self.y) == self.n_train, f"{len(self.y)} targets for {self.n_train} rows")
@@ -194,6 +208,26 @@ class KNeighbors(Op):
                         "regressor targets must be a float64 (rows, outputs) matrix")
         return self
 
+    def _validate_tree(self):
+        self.expect(self.search in ("kd_tree", "ball_tree"), "tree arrays without a tree search")
+        n_nodes = len(self.tree_nodes) if self.tree_nodes is not None else -1
+        self.expect(self.tree_index.dtype == np.int64 and np.array_equal(
+            np.sort(self.tree_index), np.arange(self.n_train)),
+            "tree_index must be an int64 permutation of the training rows")
+        self.expect(n_nodes >= 1 and self.tree_nodes.dtype == np.int64
+                    and self.tree_nodes.shape == (n_nodes, 3), "tree_nodes must be int64 (nodes, 3)")
+        starts, ends, leaf = self.tree_nodes.T
+        self.expect(((0 <= starts) & (starts <= ends) & (ends <= self.n_train)).all()
+                    and np.isin(leaf, (0, 1)).all()
+                    and (2 * np.flatnonzero(leaf == 0) + 2 < n_nodes).all(),
+                    "tree_nodes: row ranges outside the training set or children missing")
+        width = 2 if self.search == "kd_tree" else 1
+        self.expect(self.tree_radius is not None and self.tree_radius.shape == (n_nodes,)
+                    and self.tree_radius.dtype == np.float64, "tree_radius must be float64 (nodes,)")
+        self.expect(self.tree_bounds is not None and self.tree_bounds.dtype == np.float64
+                    and self.tree_bounds.shape == (width, n_nodes, self.n_features),
+                    f"tree_bounds must be float64 ({width}, nodes, features)")
+
     def output_types(self, input_types):
         self.numeric_input(input_types, self.n_features)
         if self.mode == "classifier":
@@ -204,21 +238,27 @@ class KNeighbors(Op):
         return [np.dtype(np.float64), np.dtype(np.float64)]
 
     # ------------------------------------------------------------- reference
-    def neighbours(self, X):
-        """(indices, distances) of the k nearest rows, (n, k) each, nearest first."""
-        k = self.n_neighbors
+    def reduced(self, X):
+        """(n, m) reduced distances to every training row, as the search computes them."""
         if self.formula == "gemm":
-            rdist = gemm_squared_distances(X, self.fit_X, dot_norms(self.fit_X))
-        elif self.formula == "cosine":
-            rdist = cosine_distances(X, normalized_rows(self.fit_X))
-        else:
-            rdist = reduced_distances(X, self.fit_X, self.metric, self.p)
-        index = np.argsort(rdist, axis=1, kind="stable")[:, :k]
-        chosen = np.take_along_axis(rdist, index, axis=1)
+            return gemm_squared_distances(X, self.fit_X, dot_norms(self.fit_X))
         if self.formula == "cosine":
-            return index, chosen
+            return cosine_distances(X, normalized_rows(self.fit_X))
+        return reduced_distances(X, self.fit_X, self.metric, self.p)
+
+    def distances(self, chosen):
+        """The distances of the neighbours from their reduced distances."""
+        if self.formula == "cosine":
+            return chosen
         metric = "euclidean" if self.formula == "gemm" else self.metric
-        return index, distances_from_reduced(chosen, metric, self.p)
+        return distances_from_reduced(chosen, metric, self.p)
+
+    def neighbours(self, X):
+        """(indices, distances) of the k nearest rows, (n, k) each, nearest first; among
+        tied rows the lower training index first (the rule of the traced programs)."""
+        rdist = self.reduced(X)
+        index = np.argsort(rdist, axis=1, kind="stable")[:, :self.n_neighbors]
+        return index, self.distances(np.take_along_axis(rdist, index, axis=1))
 
     def _weights(self, dist):
         """scikit-learn's ``_get_weights``."""
@@ -232,9 +272,13 @@ class KNeighbors(Op):
         return dist
 
     def _predict_block(self, X):
-        index, dist = self.neighbours(X)
+        return self.predict_from(*self.neighbours(X))
+
+    def predict_from(self, index, dist):
+        """The estimator's outputs from the neighbours' (n, k) indices and distances, in
+        the order the search returned them (the order of the mean's and votes' sums)."""
         weights = self._weights(dist)
-        n = X.shape[0]
+        n = index.shape[0]
         if self.mode == "regressor":
             _y = self.y
             if weights is None:
@@ -278,15 +322,18 @@ class KNeighbors(Op):
     def to_saved(self):
         return ({"n_neighbors": int(self.n_neighbors), "metric": self.metric, "p": float(self.p),
                  "formula": self.formula, "weights": self.weights, "mode": self.mode,
-                 "n_classes": int(self.n_classes)},
-                {"fit_X": self.fit_X, "y": self.y})
+                 "n_classes": int(self.n_classes), "search": self.search},
+                {"fit_X": self.fit_X, "y": self.y, **{
+                    name: getattr(self, name) for name in _TREE_ARRAYS
+                    if getattr(self, name) is not None}})
 
     @classmethod
     def from_saved(cls, meta, arrays):
         return cls(fit_X=arrays["fit_X"], y=arrays["y"], n_neighbors=int(meta["n_neighbors"]),
                    metric=str(meta["metric"]), p=float(meta["p"]), formula=str(meta["formula"]),
                    weights=str(meta["weights"]), mode=str(meta["mode"]),
-                   n_classes=int(meta["n_classes"]))
+                   n_classes=int(meta["n_classes"]), search=str(meta.get("search", "")),
+                   **{name: arrays[name] for name in _TREE_ARRAYS if name in arrays})
 
 
 def _reduced_radius(radius, metric, formula, p):

@@ -1,6 +1,8 @@
 """Torch lowering of ``k_neighbors``: the distance matrix to the training rows, k
 rounds of argmin (ties: the lower training index first), the k nearest, then the vote or mean.
-Plain tensor ops with static shapes: it traces and exports."""
+Plain tensor ops with static shapes: it traces and exports. Among rows tied at the k-th
+distance scikit-learn keeps the ones its heap leaves, which only the CPU route
+replays (woodstar/runtimes/families/neighbors.py); a program keeps the lower index."""
 
 import numpy as np
 import torch

@@ -28,12 +28,23 @@ or no model node but ``MatMul``/``Gemm`` by constants, ``Relu``, ``Sigmoid``,
 and an ``ArrayFeatureExtractor`` of constant classes, a classifier deciding by the
 first largest probability; an opset-5 ``TreeEnsemble``'s scores may start such a
 classifier), and ``Normalizer``, ``Cast``, ``Identity`` and ``ZipMap`` on its outputs.
+The math operators of skl2onnx's PCA (whiten), KMeans, naive Bayes, QDA and
+KBinsDiscretizer graphs (Exp, Sqrt, Log and Pow of constants, the reductions, ArgMin, a
+Gemm over a computed bias, broadcasting over (n, a, b) tensors) are ``math_ops.py``'s.
+
+skl2onnx's graphs of KNeighborsClassifier/Regressor (a ``Scan`` of pairwise distances
+and what follows it, read as one op: ``scan.py``, ``neighbors.py``), KernelPCA
+(``kernel_pca.py``), PolynomialFeatures (``shapes.py``), BaggingClassifier
+(``meta.py``), CalibratedClassifierCV (``calibration.py``) and AdaBoostClassifier
+(``adaboost.py``) are read too; nodes a multi-node reader matched are marked in
+``state.consumed`` and skipped here.
 
 A classifier's container gives ``predict`` (the graph's labels) and
 ``predict_proba``: the plain probability matrix, also where the graph ends in ZipMap
 (ONNX Runtime returns a list of dicts there). A regressor's ``predict`` gives ONNX
 Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own, to the bit (see
-``woodstar/ir/families/onnx_ops.py`` for the kernels' arithmetic).
+``woodstar/ir/families/onnx_ops.py``, ``onnx_math.py`` and ``onnx_neighbors.py`` for the
+kernels' arithmetic).
 """
 
 import numpy as np
@@ -44,12 +55,23 @@ from ...ir.families.onnx_ops import (NORMS, OnnxBinarizer, OnnxCast, OnnxLinear,
                                      OnnxSigmoid)
 from ..registry import register_frontend
 from ._attributes import attributes, node_label, refuse
+from .adaboost import constant_branches, handle_equal, integer_casts
+from .calibration import (constant_divisions, handle_not, handle_reduce_sum, handle_tanh,
+                          truth_casts)
 from .encoders import handle_label_encoder, handle_one_hot_encoder
 from .inputs import (bind_inputs, feature_names, graph_inputs, input_blocks, schema_columns,
                      single_float_input)
+from .kernel_pca import transposing_constants
 from .linear import linear_op
+from .math_ops import (casting_labels, concatenating_rows, gemm_reading_a_bias, handle_argmin,
+                       handle_exp, handle_log, handle_pow, handle_reduce, handle_reduce_max,
+                       handle_sqrt, handle_transpose, reading_argmax, reduce_sum_folding,
+                       refusing_vector_products, reshape_to_inner)
+from .meta import handle_reduce_mean, stacking
 from .plain_ops import (handle_binary, handle_compare, handle_softmax, handle_sum, handle_unary,
                         handle_where, labels_beside_features, reading_blocks)
+from .scan import handle_scan
+from .shapes import handle_constant_of_shape, handle_reduce_prod, handle_shape
 from .svm import svm_op
 from .tensors import HANDLER_PAIRS, handle_gather, table_index, typed
 from .trees import tree_ensemble_ops
@@ -468,12 +490,12 @@ HANDLERS = {
     (ML, "ZipMap"): _zipmap,
     (ML, "Binarizer"): _binarizer,
     (ML, "FeatureVectorizer"): _concat,
-    (ML, "ArrayFeatureExtractor"): typed(_array_feature_extractor,
+    (ML, "ArrayFeatureExtractor"): typed(reading_blocks(_array_feature_extractor),
                                          HANDLER_PAIRS["ArrayFeatureExtractor"]),
-    ("", "Concat"): typed(reading_blocks(_concat), HANDLER_PAIRS["Concat"]),
+    ("", "Concat"): stacking(typed(concatenating_rows(reading_blocks(_concat)), HANDLER_PAIRS["Concat"])),
     ("", "Identity"): typed(_identity, HANDLER_PAIRS["Identity"]),
-    ("", "MatMul"): _matmul,
-    ("", "Gemm"): _matmul,
+    ("", "MatMul"): refusing_vector_products(_matmul),
+    ("", "Gemm"): gemm_reading_a_bias(_matmul),
     ("", "Relu"): _relu,
     ("", "Sigmoid"): reading_blocks(_sigmoid),
     ("", "Softmax"): handle_softmax,
@@ -481,19 +503,37 @@ HANDLERS = {
     ("", "Abs"): handle_unary,
     ("", "Less"): handle_compare,
     ("", "Greater"): handle_compare,
-    ("", "Where"): reading_blocks(handle_where),
+    ("", "Where"): constant_branches(reading_blocks(handle_where)),
     ("", "Sum"): handle_sum,
-    ("", "Reshape"): typed(_reshape, HANDLER_PAIRS["Reshape"]),
+    ("", "Reshape"): stacking(typed(reshape_to_inner(_reshape), HANDLER_PAIRS["Reshape"])),
     ("", "Constant"): _constant,
     ("", "Add"): handle_binary,
     ("", "Sub"): handle_binary,
     ("", "Mul"): handle_binary,
-    ("", "Div"): handle_binary,
-    ("", "Cast"): typed(_cast, HANDLER_PAIRS["Cast"]),
+    ("", "Div"): constant_divisions(handle_binary),
+    ("", "Cast"): integer_casts(truth_casts(typed(casting_labels(_cast), HANDLER_PAIRS["Cast"]))),
     ("", "ArgMax"): reading_blocks(_argmax),
-    (ML, "OneHotEncoder"): handle_one_hot_encoder,
+    (ML, "OneHotEncoder"): reading_argmax(handle_one_hot_encoder),
     (ML, "LabelEncoder"): handle_label_encoder,
     ("", "Gather"): handle_gather,
+    ("", "Sqrt"): handle_sqrt,
+    ("", "Log"): handle_log,
+    ("", "Pow"): handle_pow,
+    ("", "ReduceSumSquare"): handle_reduce,
+    ("", "ReduceLogSumExp"): handle_reduce,
+    ("", "ArgMin"): handle_argmin,
+    ("", "ReduceMax"): handle_reduce_max,
+    ("", "Transpose"): transposing_constants(handle_transpose),
+    ("", "Scan"): handle_scan,
+    ("", "Shape"): reading_blocks(handle_shape),
+    ("", "ConstantOfShape"): handle_constant_of_shape,
+    ("", "ReduceProd"): handle_reduce_prod,
+    ("", "ReduceMean"): handle_reduce_mean,
+    ("", "Exp"): handle_exp,
+    ("", "ReduceSum"): reduce_sum_folding(handle_reduce_sum),
+    ("", "Not"): handle_not,
+    ("", "Tanh"): handle_tanh,
+    ("", "Equal"): handle_equal,
 }
 
 
@@ -523,9 +563,11 @@ def _head(result, n_features, allows_nan):
     if getattr(result, "decided_by_argmax", False):
         return Head(task="classification", methods=("predict", "predict_proba"),
                     classes=(result.labels,), decision_rule="argmax", **common)
-    return Head(task="classification", methods=("predict", "predict_proba"),
+    second = getattr(result, "second_method", "predict_proba")  # KMeans: transform
+    return Head(task="classification", methods=("predict", second),
                 classes=(result.labels,),
-                blocks=(("proba", 0, width), ("label_index", width, width + 1)), **common)
+                blocks=(("proba" if second == "predict_proba" else second, 0, width),
+                        ("label_index", width, width + 1)), **common)
 
 
 @register_frontend("onnx", "ModelProto")
@@ -538,6 +580,7 @@ def from_onnx(model, options):
     state = _State(builder)
     state.schema = schema  # string inputs' vocabularies, grown as encoders ask
     state.ml_opset = {o.domain: o.version for o in model.opset_import}.get(ML, 1)
+    state.graph, state.consumed = graph, set()  # a reader of several nodes marks them consumed
     if single_float_input(inputs):  # read straight from woodstar's input, as before
         dtype = np.float32 if inputs[0].element == "float" else np.float64
         state.values[inputs[0].name] = ("features", _Features(INPUT, dtype, n_features))
@@ -548,6 +591,8 @@ def from_onnx(model, options):
     for initializer in graph.initializer:
         state.constants[initializer.name] = numpy_helper.to_array(initializer)
     for node in graph.node:
+        if node.output and set(node.output) <= state.consumed:
+            continue
         handler = HANDLERS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
         if handler is None:
             raise MissingConverter(unsupported_message(

@@ -7,18 +7,29 @@ probabilities."""
 
 import numpy as np
 
-from ...ir import Concat, Select
+from ...ir import ColumnOps, Concat, Select
 from ...ir.families.onnx_ops import OnnxElementwise, OnnxSoftmax
+from ...ir.families.onnx_math import OnnxReduce
 from ._attributes import attributes, refuse
 
 __all__ = ["handle_softmax", "handle_unary", "handle_compare", "handle_sum", "handle_binary",
-           "handle_where", "labels_beside_features", "reading_blocks"]
+           "handle_where", "labels_beside_features", "reading_blocks", "reading_block",
+           "features_class", "inner_shape"]
 
 
 def _features_class():
     from . import _Features  # the package's own value record (imported late: a cycle)
 
     return _Features
+
+
+features_class = _features_class
+
+
+def inner_shape(block):
+    """The shape of each row's tensor beyond the batch axis: ``block.inner`` where a
+    Reshape or a broadcast gave one (``math_ops.py``), else (width,)."""
+    return tuple(getattr(block, "inner", None) or (block.width,))
 
 
 def handle_softmax(node, state):
@@ -63,6 +74,12 @@ def _block(state, node, index):
     return state.rounded(payload, node)
 
 
+def reading_block(state, node, index):
+    """Input ``index`` as a float32 block of features (computed features, a model's
+    values or a classifier's scores)."""
+    return _block(state, node, index)
+
+
 def reading_blocks(handler):
     """``handler`` (one of the package's, which reads computed features) made to read a
     model's values or scores too, as ``_block`` turns them into features."""
@@ -101,9 +118,15 @@ def handle_unary(node, state):
 
 def handle_compare(node, state):
     """Less / Greater of a float block and a constant: a boolean block (held as 0.0 and
-    1.0, which a Cast to float gives as they are)."""
+    1.0, which a Cast to float gives as they are). A one-column block against k values
+    (KBinsDiscretizer's bin edges) is compared with each: k columns."""
     block = _block(state, node, 0)
     constant = state.constants.get(node.input[1]) if len(node.input) > 1 else None
+    if constant is not None and block.width == 1 and constant.size > 1 and \
+            constant.shape[-1] == constant.size and len(inner_shape(block)) == 1:
+        (tiled,) = state.add(Select(n_features=1, indices=(0,) * constant.size), [block.value],
+                             node, ":broadcast")
+        block = _features_class()(tiled, block.dtype, constant.size)
     if constant is None or constant.dtype != np.float32 or constant.size not in (1, block.width):
         refuse(node, "a second input that is not a float constant", node.input[1:],
                f"1 or {block.width} float values (an initializer or a Constant)")
@@ -149,36 +172,140 @@ def handle_sum(node, state):
 
 
 def handle_binary(node, state):
-    """Add, Sub, Mul, Div: of two computed blocks here; with a constant operand, the
-    package's own handler (a ``column_ops`` step)."""
-    if len(node.input) == 2 and not any(name in state.constants for name in node.input):
-        _fold(node, state, node.op_type.lower(), [_block(state, node, 0), _block(state, node, 1)])
+    """Add, Sub, Mul, Div: of two constants, folded (IEEE float32, as the kernels); of
+    two computed blocks here; a block with a constant that broadcasts over each row's
+    tensor (``_broadcast_constant``); else the package's own handler (a ``column_ops``
+    step)."""
+    constants = [name in state.constants for name in node.input]
+    if len(node.input) == 2 and all(constants):
+        _fold_constants(node, state)
+        return
+    if len(node.input) == 2 and not any(constants):
+        blocks = [_block(state, node, 0), _block(state, node, 1)]
+        if any(len(inner_shape(b)) > 1 for b in blocks) and \
+                inner_shape(blocks[0]) != inner_shape(blocks[1]):
+            refuse(node, "blocks of shapes", [inner_shape(b) for b in blocks],
+                   "one shape, or (n, columns) blocks of one width or 1")
+        _fold(node, state, node.op_type.lower(), blocks)
+        if all(len(inner_shape(b)) > 1 for b in blocks):
+            state.values[node.output[0]][1].inner = inner_shape(blocks[0])
+        return
+    if len(node.input) == 2 and _needs_broadcast(node, state, constants.index(True)):
+        _broadcast_constant(node, state, constants.index(True))
         return
     from . import _arithmetic
 
     reading_blocks(_arithmetic)(node, state)
 
 
+_NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+
+
+def _fold_constants(node, state):
+    a, b = (state.constants[name] for name in node.input)
+    if a.dtype != b.dtype or a.dtype.kind != "f":
+        refuse(node, "constants of dtypes", (str(a.dtype), str(b.dtype)), "one float dtype")
+    with np.errstate(all="ignore"):
+        state.constants[node.output[0]] = _NUMPY_BINARY[node.op_type](a, b).astype(a.dtype)
+
+
+def _constant_inner(node, constant, rank):
+    """The constant's shape against each row's tensor (rank dimensions with the batch):
+    a leading batch dimension of 1 dropped."""
+    if constant.ndim > rank or (constant.ndim == rank and constant.shape[0] != 1):
+        refuse(node, "a constant of shape", constant.shape,
+               f"at most {rank} dimensions, the first 1 where there are {rank}")
+    return constant.shape[1:] if constant.ndim == rank else constant.shape
+
+
+def _needs_broadcast(node, state, constant_index):
+    role, block = state.values.get(node.input[1 - constant_index], ("", None))
+    if role != "features":
+        return False
+    constant = state.constants[node.input[constant_index]]
+    return len(inner_shape(block)) > 1 or constant.ndim > 2
+
+
+def _broadcast_constant(node, state, constant_index):
+    """A block (op) a constant, or a constant (op) a block, where the constant
+    broadcasts against each row's tensor (naive Bayes: (n, 1, F) - (1, C, F)): the
+    block's columns repeated to the broadcast shape (``select``), then a ``column_ops``
+    step with the constant broadcast to it; ``c - x`` is ``(-x) + c`` (exact negation,
+    then one rounding, as the kernel's subtraction)."""
+    block = _block(state, node, 1 - constant_index)
+    constant = state.constants[node.input[constant_index]]
+    if constant.dtype != np.float32:
+        refuse(node, "a constant of dtype", str(constant.dtype), "float")
+    inner = inner_shape(block)
+    constant_inner = _constant_inner(node, constant, len(inner) + 1)
+    try:
+        out_inner = tuple(np.broadcast_shapes(inner, constant_inner))
+    except ValueError:
+        refuse(node, "shapes", (inner, constant_inner), "shapes that broadcast")
+    if len(out_inner) > len(inner) and out_inner[:len(out_inner) - len(inner)] != (1,) * (
+            len(out_inner) - len(inner)):
+        refuse(node, "a constant with more dimensions than each row's tensor", constant.shape,
+               f"at most {len(inner) + 1} dimensions")
+    width = int(np.prod(out_inner, dtype=np.int64))
+    value = block.value
+    if width != block.width:
+        positions = np.broadcast_to(np.arange(block.width).reshape(inner), out_inner).ravel()
+        (value,) = state.add(Select(n_features=block.width, indices=tuple(int(i) for i in positions)),
+                             [value], node, ":broadcast")
+    operand = np.ascontiguousarray(np.broadcast_to(constant.reshape(constant_inner), out_inner)
+                                   .reshape(-1), dtype=np.float32)
+    op_name = node.op_type.lower()
+    if constant_index == 0 and op_name in ("sub", "div"):
+        if op_name == "div":
+            refuse(node, "a constant divided by a block", node.input[0], "a block divided by a constant")
+        (value,) = state.add(ColumnOps(name="Neg", n_features=width, ops=("mul",),
+                                       operands=(np.full(width, -1, np.float32),),
+                                       cast_operand=(False,)), [value], node, ":neg")
+        op_name = "add"
+    (value,) = state.add(ColumnOps(name=node.op_type, n_features=width, ops=(op_name,),
+                                   operands=(operand,), cast_operand=(False,)), [value], node)
+    out = _features_class()(value, np.float32, width)
+    if len(out_inner) > 1:
+        out.inner = out_inner
+    state.values[node.output[0]] = ("features", out)
+
+
 def labels_beside_features(state, outputs):
-    """A classifier's labels and a float block computed from its scores (skl2onnx's
-    one-vs-rest SVC graph: per-class scores from the pairwise ones) as the graph's two
-    outputs: that block becomes the classifier's probabilities, beside its labels'
-    index. Other outputs are returned as they are."""
-    labels = [p for role, p in outputs if role == "labels"]
+    """A classifier's labels and a float block computed from its scores as the graph's
+    two outputs: that block becomes the classifier's probabilities, beside its labels'
+    index (skl2onnx's one-vs-rest SVC graph: per-class scores from the pairwise ones;
+    its naive Bayes graphs: ``exp(jll - logsumexp(jll))`` beside the labels of the
+    first largest ``jll``). A clustering's index (KMeans: ArgMin) beside a float block
+    becomes labels 0..k-1 and ``transform``. Other outputs are returned as they are."""
+    indices = [p for role, p in outputs if role == "index"]
     blocks = [p for role, p in outputs if role in ("features", "zipmap")
               and isinstance(p, _features_class())]
+    if len(outputs) == 2 and len(indices) == 1 and len(blocks) == 1:
+        clusters = _clusters_beside_features(state, indices[0], blocks[0], outputs)
+        if clusters is not outputs:
+            return clusters
+    if any(role == "index" for role, _ in outputs):
+        refuse(_OutputNode("ArgMin"), "an ArgMin output beside", [role for role, _ in outputs],
+               "a float block of one column per index (KMeans: labels and distances)")
+    labels = [p for role, p in outputs if role == "labels"]
     if len(outputs) != 2 or len(labels) != 1 or len(blocks) != 1:
         return outputs
     result, block = labels[0], blocks[0]
-    if getattr(result, "decided_by_argmax", False) or block.dtype != np.float32 or \
-            block.width != len(result.labels):
+    if block.dtype != np.float32 or block.width != len(result.labels):
         return outputs
     from . import _Result
 
     node = result.node
-    total = _transformed_width(state, result)
-    (index,) = state.builder.add(Select(n_features=total, indices=(result.proba_width,)),
-                                 [result.transformed], name=f"{node.name or node.op_type}:label")
+    if getattr(result, "decided_by_argmax", False):
+        # the labels: the first largest column of the block ArgMax read (a NaN never
+        # wins), which need not be the largest probability once rounded
+        (index,) = state.builder.add(OnnxReduce(function="argmax", groups=1,
+                                                size=result.proba_width),
+                                     [result.transformed], name=f"{node.name or node.op_type}:label")
+    else:
+        total = _transformed_width(state, result)
+        (index,) = state.builder.add(Select(n_features=total, indices=(result.proba_width,)),
+                                     [result.transformed], name=f"{node.name or node.op_type}:label")
     (transformed,) = state.builder.add(Concat(widths=(block.width, 1)), [block.value, index],
                                        name=f"{node.name or node.op_type}:scores")
     combined = _Result(node, result.raw, transformed, result.labels, block.width)
@@ -186,3 +313,29 @@ def labels_beside_features(state, outputs):
     state.results.append(combined)
     return [("labels", combined) if role == "labels" else
             ("zipmap" if role == "zipmap" else "probabilities", combined) for role, _ in outputs]
+
+
+def _clusters_beside_features(state, index, block, outputs):
+    if block.dtype != np.float32 or block.width != index.classes or \
+            len(inner_shape(block)) != 1:
+        return outputs
+    from . import _Result
+
+    (transformed,) = state.builder.add(Concat(widths=(block.width, 1)), [block.value, index.value],
+                                       name="clusters")
+    labels = np.arange(block.width, dtype=np.int64)
+    combined = _Result(_OutputNode("ArgMin"), block.value, transformed, labels, block.width)
+    combined.second_method = "transform"  # the distances are no probabilities
+    combined.model = combined.node
+    state.results.append(combined)
+    return [("labels", combined) if role == "index" else ("probabilities", combined)
+            for role, _ in outputs]
+
+
+class _OutputNode:
+    """Stands for the node behind a result the graph assembles from several nodes."""
+
+    domain = ""
+
+    def __init__(self, op_type):
+        self.op_type, self.name = op_type, op_type

@@ -206,10 +206,8 @@ def tree_ensemble5_ops(node, input_dtype, n_features):
         refuse(node, "aggregate_function on a double input (the trees op sums a double "
                "input itself; MIN and MAX are mirrored for float)", aggregate,
                {0: "AVERAGE", 1: "SUM"})
-    if post not in range(len(POST_TRANSFORMS5)) or POST_TRANSFORMS5[post] == "PROBIT":
-        refuse(node, "post_transform (PROBIT is not reproduced exactly: ONNX Runtime's "
-               "float32 ErfInv amplifies the last bit of logf)", post,
-               {0: "NONE", 1: "LOGISTIC", 2: "SOFTMAX", 3: "SOFTMAX_ZERO"})
+    if post not in range(len(POST_TRANSFORMS5)):
+        refuse(node, "post_transform", post, dict(enumerate(POST_TRANSFORMS5)))
     post = POST_TRANSFORMS5[post]
     if dtype == np.float64 and post != "NONE":
         refuse(node, "post_transform on a double input (ONNX Runtime transforms in double, "

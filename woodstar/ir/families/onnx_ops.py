@@ -123,6 +123,16 @@ class NumpyMath:
         return x.shape[0] == 1
 
     @staticmethod
+    def scalar32(value, like):
+        return np.float32(value)
+
+    @staticmethod
+    def frexp(x):
+        """(mantissa in [0.5, 1), exponent), both float64, of positive finite x."""
+        mantissa, exponent = np.frexp(x)
+        return mantissa.astype(np.float64), exponent.astype(np.float64)
+
+    @staticmethod
     def repeat_sweeps(sweep, values, done, most):
         """``values, done = sweep(values, done)`` up to ``most`` times, stopping once
         every row is done (a done row's values no longer change)."""
@@ -156,11 +166,13 @@ def _logistic(math, x):
 
 
 def _erfinv(math, x):
-    # ONNX Runtime's float ErfInv approximation, step by step in float32
+    # ONNX Runtime's float ErfInv approximation, step by step in float32; its std::log
+    # is glibc's logf (``glibc_logf``): the formula's cancellation near probability 0.5
+    # turns one ulp of log into many, so a correctly rounded log would not do
     one = _f32(math, 1.0, x)
     sgn = math.where(x < 0, -one, one)
     x = (one - x) * (one + x)
-    log = math.log32(x)
+    log = glibc_logf(math, x)
     a = np.float32(np.float32(np.pi) * np.float32(0.147))
     v = _f32(math, np.float32(2) / a, x) + _f32(math, 0.5, x) * log
     v2 = _f32(math, np.float32(1) / np.float32(0.147), x) * log
@@ -1480,3 +1492,85 @@ class OnnxTruncateToInt64(Op):
 
 
 __all__ += ["OnnxTruncateToInt64"]
+
+
+# ------------------------------------------ glibc's logf and MLAS's Exp (float32)
+# The scalar routines ONNX Runtime's float Log and Exp kernels reduce to, mirrored
+# operation by operation (their users: onnx_math.py, and ErfInv's log above).
+MLAS_EXP_UPPER = 88.7762626647950  # MlasComputeExp clamps above here (then +inf)
+
+# glibc's logf (2.28 and later; what ``std::log(float)`` calls): 16 (1/c, log c) pairs,
+# ln 2 and a degree-3 polynomial, all in double, rounded once to float at the end.
+_LOGF_INVC = tuple(float.fromhex(h) for h in (
+    "0x1.661ec79f8f3bep+0", "0x1.571ed4aaf883dp+0", "0x1.49539f0f010b0p+0", "0x1.3c995b0b80385p+0",
+    "0x1.30d190c8864a5p+0", "0x1.25e227b0b8ea0p+0", "0x1.1bb4a4a1a343fp+0", "0x1.12358f08ae5bap+0",
+    "0x1.0953f419900a7p+0", "0x1.0000000000000p+0", "0x1.e608cfd9a47acp-1", "0x1.ca4b31f026aa0p-1",
+    "0x1.b2036576afce6p-1", "0x1.9c2d163a1aa2dp-1", "0x1.886e6037841edp-1", "0x1.767dcf5534862p-1"))
+_LOGF_LOGC = tuple(float.fromhex(h) for h in (
+    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2", "-0x1.b31d8a68224e9p-3",
+    "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c8100p-3", "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4",
+    "-0x1.252f438e10c1ep-5", "0x0.0p+0", "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4",
+    "0x1.526e57720db08p-3", "0x1.bc2860d224770p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2"))
+_LOGF_POLY = tuple(float.fromhex(h) for h in (
+    "-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+_LOGF_OFF_VALUE = 0.69921875  # the float of bits 0x3f330000, where glibc's z starts
+_LOGF_OFF_FIELD = 0x330000  # its mantissa field
+
+
+def glibc_logf(math, x):
+    """float32 ``log`` of float32 ``x`` (a column) as glibc computes it: x = 2^k z with z
+    in [0.699, 1.398), a table entry chosen by the four mantissa bits of z below
+    0.699's (read here from frexp, exactly, instead of the float's bits), then
+    ``log1p(z/c - 1) + log(c) + k ln2`` in double (no fused multiply-adds), rounded once.
+    0 gives -inf, +inf itself, below 0 or NaN a NaN."""
+    x = math.cast(x, "float32")
+    one = math.scalar32(1.0, x)
+    finite = math.where((x > math.scalar32(0.0, x)) & (x < math.scalar32(np.inf, x)), x, one)
+    mantissa, exponent = math.frexp(finite)  # finite = mantissa * 2^exponent, m in [0.5, 1)
+    low = mantissa < _LOGF_OFF_VALUE
+    z = math.where(low, mantissa * 2.0, mantissa)  # exact
+    k = math.where(low, exponent - 1.0, exponent)
+    # the mantissa field of ``finite`` as an integer, less that of _LOGF_OFF, modulo 2^23
+    field = (mantissa * 2.0 - 1.0) * 2.0 ** 23 - _LOGF_OFF_FIELD
+    field = math.where(field < 0.0, field + 2.0 ** 23, field)
+    index = math.floor(field / 2.0 ** 19)
+    r = z * math.take(_LOGF_INVC, index) - 1.0
+    y0 = math.take(_LOGF_LOGC, index) + k * _LN2
+    r2 = r * r
+    a0, a1, a2 = _LOGF_POLY
+    y = r * a1 + a2
+    y = r2 * a0 + y
+    y = y * r2 + (y0 + r)
+    out = math.cast(y, "float32")
+    zero = math.scalar32(0.0, x)
+    out = math.where(x == zero, -math.scalar32(np.inf, x), out)
+    out = math.where(x == math.scalar32(np.inf, x), x, out)
+    nan = math.scalar32(np.nan, x)
+    return math.where((x < zero) | (x != x), nan, out)
+
+
+def mlas_exp(math, x):
+    """ONNX Runtime's float ``Exp`` (MLAS's MlasComputeExp on AVX-512F) of a column:
+    clamped above at ``MLAS_EXP_UPPER`` (a NaN stays NaN), then the steps of
+    ``mlas_exp_avx512``, whose last, ``p * 2^m`` rounded once, takes m up to 128 here
+    (as ``p * 2^(m - 1) * 2``, exact in float64, so 2^m need not be held)."""
+    upper = math.scalar32(MLAS_EXP_UPPER, x)
+    d = math.where(x > upper, upper, x)
+    c = {name: _f32(math, value, d) for name, value in _MLAS_EXP.items()}
+    d = math.where(c["lower"] > d, c["lower"], d)
+    biased = exact_fma32(math, d, c["log2_reciprocal"], c["rounding_bias"])
+    m = biased - c["rounding_bias"]
+    r = exact_fma32(math, m, c["log2_high"], d)
+    r = exact_fma32(math, m, c["log2_low"], r)
+    poly = [_f32(math, value, d) for value in _MLAS_EXP_POLY]
+    p = poly[0]
+    for k in poly[1:]:
+        p = exact_fma32(math, p, r, k)
+    p = exact_fma32(math, p, r, poly[-1])
+    m64 = math.cast(m, "float64")
+    finite = math.where(m64 == m64, m64, math.zeros(m64, "float64"))
+    return math.cast(math.cast(p, "float64") * math.pow2(finite - 1.0) * 2.0, "float32")
+
+
+__all__ += ["glibc_logf", "mlas_exp", "MLAS_EXP_UPPER"]

@@ -7,8 +7,12 @@ import torch
 from torch import nn
 
 from ...exceptions import unsupported_message
-from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize,
-                                     sigmoid_columns, softmax_columns, svm_scores, tree_scores)
+from ...ir.families.onnx_math import (gemm_with_bias, indicator_columns, is_zero_columns,
+                                      math_columns, reduce_columns, reduce_prod_columns,
+                                      row_sum_columns, stack_mean, tanh_columns)
+from ...ir.families.onnx_neighbors import neighbor_outputs, rbf_kernel_rows
+from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize, sigmoid_columns,
+                                     softmax_columns, svm_scores, tree_scores)
 from ..ops import register_lowering
 
 __all__ = ["OnnxTreeScoresNode", "OnnxLinearNode", "OnnxNormalizerNode", "OnnxCastNode",
@@ -95,6 +99,15 @@ class TorchMath:
         return out
 
     @staticmethod
+    def scalar32(value, like):
+        return torch.tensor(float(np.float32(value)), dtype=torch.float32, device=like.device)
+
+    @staticmethod
+    def frexp(x):
+        mantissa, exponent = torch.frexp(x)
+        return mantissa.to(torch.float64), exponent.to(torch.float64)
+
+    @staticmethod
     def repeat_sweeps(sweep, values, done, most: int):
         """``NumpyMath.repeat_sweeps`` in a program: an exported one holds one loop
         (ONNX ``Loop``) that stops when every row is done; a trace or a compiled graph
@@ -159,6 +172,13 @@ class OnnxTreeScoresNode(nn.Module):
         super().__init__()
         self.op = _PlainOp(op)
         self.estimate_bytes = lambda n_rows: 8 * n_rows * (op.n_trees * op.width + 4 * op.n_targets)
+        if op.post_transform == "PROBIT":
+            # its glibc logf reads each value's frexp, which the ONNX exporter cannot write
+            self.refused_by = {backend: unsupported_message(
+                "an ONNX tree ensemble with post_transform PROBIT", "backend", backend,
+                "'torch', 'torch.jit' (glibc's logf behind ONNX Runtime's ErfInv is mirrored "
+                "through frexp, which an exported program does not hold)")
+                for backend in ("onnx", "tvm")}
 
     def forward(self, per_tree):
         raw, transformed = tree_scores(self.op, per_tree, TorchMath)
@@ -327,3 +347,235 @@ class OnnxTruncateToInt64Node(nn.Module):
 @register_lowering("onnx_truncate_int64")
 def _onnx_truncate_int64(op, input_dtypes, context):
     return OnnxTruncateToInt64Node(op)
+
+
+class NeighborsTorchMath(TorchMath):
+    """``TorchMath`` and the operations ``neighbor_outputs`` adds (the twin of the IR's
+    ``NeighborsNumpyMath``)."""
+
+    @staticmethod
+    def row_starts(X, width: int):
+        # each row's index, counted per call (a traced program must not fix the rows)
+        index = torch.cumsum(torch.ones_like(X[:, 0], dtype=torch.int64), 0) - 1
+        return torch.remainder(-index * width, 4)
+
+    @staticmethod
+    def smallest(distances, k: int):
+        values, order = torch.sort(distances, dim=1, stable=True)  # NaN last, ties by index
+        return values[:, :k], order[:, :k]
+
+    @staticmethod
+    def take_targets(targets, order):
+        return targets[order]
+
+    @staticmethod
+    def maximum(a, b):
+        return torch.maximum(a, b)
+
+    @staticmethod
+    def scalar32(value, like):
+        return torch.tensor(float(np.float32(value)), dtype=torch.float32, device=like.device)
+
+
+class OnnxNeighborsNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.n_features = op.n_features
+        for f in range(op.n_features):
+            self.register_buffer(f"train_{f}", torch.from_numpy(op.train[:, f][None, :].copy()))
+        self.register_buffer("targets", torch.from_numpy(op.targets.copy()))
+        n_train = op.train.shape[0]
+        self.estimate_bytes = lambda n_rows: 4 * n_rows * n_train * (op.n_features + 8)
+        # a stable sort of every row: the ONNX export writes TopK, whose order among
+        # equal distances is not promised by the ONNX standard
+        self.refused_by = {backend: unsupported_message(
+            "an ONNX k-nearest-neighbours graph (Scan, TopK)", "backend", backend,
+            "'torch', 'torch.jit' (the neighbours' order among equal distances is a stable "
+            "sort, which an exported program does not keep)") for backend in ("onnx", "tvm")}
+
+    def forward(self, x):
+        train = [getattr(self, f"train_{f}") for f in range(self.op.n_features)]
+        arrays = {"train_columns": train, "targets": self.targets}
+        return (neighbor_outputs(self.op, x, arrays, NeighborsTorchMath),)
+
+
+@register_lowering("onnx_neighbors")
+def _onnx_neighbors(op, input_dtypes, context):
+    return OnnxNeighborsNode(op)
+
+
+class OnnxRbfKernelRowsNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.n_features = op.n_features
+        self.op.metric = op.metric
+        for f in range(op.n_features):
+            self.register_buffer(f"train_{f}", torch.from_numpy(op.train[:, f][None, :].copy()))
+        self.register_buffer("column_means", torch.from_numpy(op.column_means[None, :].copy()))
+        n_train = op.train.shape[0]
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * n_train * (op.n_features + 12)
+
+    def forward(self, x):
+        arrays = {"train_columns": [getattr(self, f"train_{f}") for f in range(self.op.n_features)],
+                  "column_means": self.column_means}
+        return (rbf_kernel_rows(self.op, x, arrays, NeighborsTorchMath),)
+
+
+@register_lowering("onnx_rbf_kernel_rows")
+def _onnx_rbf_kernel_rows(op, input_dtypes, context):
+    return OnnxRbfKernelRowsNode(op)
+
+
+class OnnxReduceProdNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * (op.width + 2)
+
+    def forward(self, x):
+        return (reduce_prod_columns(self.op, x, TorchMath),)
+
+
+@register_lowering("onnx_reduce_prod")
+def _onnx_reduce_prod(op, input_dtypes, context):
+    return OnnxReduceProdNode(op)
+
+
+class OnnxFillNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.width, self.value = op.width, op.value
+        self.estimate_bytes = lambda n_rows: 4 * n_rows * op.width
+
+    def forward(self, x):
+        # from the input's rows, so a traced program keeps the row count per call
+        return (torch.full_like(x[:, :1], self.value, dtype=torch.float32).expand(-1, self.width)
+                .contiguous(),)
+
+
+@register_lowering("onnx_fill")
+def _onnx_fill(op, input_dtypes, context):
+    return OnnxFillNode(op)
+
+
+# ------------------------------------------- math operators, reductions, Gemm with a bias
+class ReduceTorchMath(NeighborsTorchMath):
+    """``NeighborsTorchMath`` and the ``frexp`` ``glibc_logf`` reads (the twin of the
+    IR's ``ReduceNumpyMath``)."""
+
+    @staticmethod
+    def frexp(x):
+        mantissa, exponent = torch.frexp(x)
+        return mantissa.to(torch.float64), exponent.to(torch.float64)
+
+
+_TVM_FMA_REFUSAL = ("'torch', 'torch.jit', 'onnx' (the fused multiply-adds are mirrored "
+                    "with float64 steps whose TVM build fails LLVM's module verification)")
+
+
+class OnnxMathNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 64 * n_rows * op.width
+        if op.function == "exp":
+            self.refused_by = {"tvm": unsupported_message("an ONNX Exp (MLAS's kernel)", "backend",
+                                                          "tvm", _TVM_FMA_REFUSAL)}
+
+    def forward(self, x):
+        return (math_columns(self.op, x, ReduceTorchMath),)
+
+
+@register_lowering("onnx_math")
+def _onnx_math(op, input_dtypes, context):
+    return OnnxMathNode(op)
+
+
+class OnnxReduceNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.whole_call = op.whole_call
+        self.estimate_bytes = lambda n_rows: 64 * n_rows * op.groups * op.size
+        if op.function == "log_sum_exp":
+            # glibc's logf reads each value's frexp, which the ONNX exporter cannot write
+            self.refused_by = {backend: unsupported_message(
+                "an ONNX ReduceLogSumExp", "backend", backend,
+                "'torch', 'torch.jit' (glibc's logf is mirrored through frexp, which an "
+                "exported program does not hold)") for backend in ("onnx", "tvm")}
+
+    def forward(self, x):
+        return (reduce_columns(self.op, x, ReduceTorchMath),)
+
+
+@register_lowering("onnx_reduce")
+def _onnx_reduce(op, input_dtypes, context):
+    return OnnxReduceNode(op)
+
+
+class OnnxGemmNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.n_features = op.n_features
+        self.register_buffer("weights", torch.from_numpy(op.weights.copy()))
+        self.estimate_bytes = lambda n_rows: 32 * n_rows * (op.n_features + op.n_outputs)
+        self.refused_by = {"tvm": unsupported_message("an ONNX Gemm over a computed bias",
+                                                      "backend", "tvm", _TVM_FMA_REFUSAL)}
+
+    def forward(self, x, bias):
+        return (gemm_with_bias(self.op, x, bias, self.weights, ReduceTorchMath),)
+
+
+@register_lowering("onnx_gemm")
+def _onnx_gemm(op, input_dtypes, context):
+    return OnnxGemmNode(op)
+
+
+class OnnxStackMeanNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * op.width * (op.count + 2)
+
+    def forward(self, *blocks):
+        return (stack_mean(self.op, list(blocks), TorchMath),)
+
+
+@register_lowering("onnx_stack_mean")
+def _onnx_stack_mean(op, input_dtypes, context):
+    return OnnxStackMeanNode(op)
+
+
+class _OneBlockNode(nn.Module):
+    """An op of one float block computed by ``function(op, x, math)``."""
+
+    def __init__(self, op, function, math, bytes_per_value):
+        super().__init__()
+        self.op, self.function, self.math = _PlainOp(op), function, math
+        self.estimate_bytes = lambda n_rows: bytes_per_value * n_rows * op.width
+
+    def forward(self, x):
+        return (self.function(self.op, x, self.math),)
+
+
+@register_lowering("onnx_row_sums")
+def _onnx_row_sums(op, input_dtypes, context):
+    return _OneBlockNode(op, row_sum_columns, NeighborsTorchMath, 32)
+
+
+@register_lowering("onnx_is_zero")
+def _onnx_is_zero(op, input_dtypes, context):
+    return _OneBlockNode(op, is_zero_columns, TorchMath, 8)
+
+
+@register_lowering("onnx_indicator")
+def _onnx_indicator(op, input_dtypes, context):
+    return _OneBlockNode(op, indicator_columns, TorchMath, 16)
+
+
+@register_lowering("onnx_mlas_tanh")
+def _onnx_mlas_tanh(op, input_dtypes, context):
+    return _OneBlockNode(op, tanh_columns, TorchMath, 64)

@@ -8,10 +8,12 @@ import os
 import numpy as np
 import pytest
 
+import woodstar
 from tests.conftest import BASE_SEED
 from woodstar.backends import all_backends
+from woodstar.exceptions import MissingConverter
 
-from ._graphs import grid_rows, random_tree_graph
+from ._graphs import MATCHES_THIS_CPU, grid_rows, random_tree_graph
 from .test_linear_pipelines import _rows, linear_graph
 from .test_tree_ensembles import check
 
@@ -58,3 +60,23 @@ def test_svm_graphs_on_compiling_backends(rng, backend_name):
         graph = skl2onnx.to_onnx(model, X[:1], target_opset=opset,
                                  options={"zipmap": False} if hasattr(model, "classes_") else None)
         check(graph, _rows(rng, 200, 5, nan=0.02), backend_name)
+
+
+@MATCHES_THIS_CPU
+@pytest.mark.parametrize("backend_name", _params())
+def test_mlas_exp_graph_on_compiling_backends(rng, backend_name):
+    """Softmax runs MLAS's exp; TVM cannot build its mirrored fused multiply-adds and
+    refuses it by name (torch.compile takes minutes here: test_softmax.py traces it
+    with TorchDynamo alone)."""
+    from .test_softmax import _logits, _softmax_graph
+
+    if backend_name == "torch.compile" and os.environ.get("WOODSTAR_FULL_MATRIX") != "1":
+        pytest.skip("Inductor takes about two minutes on this graph")
+    if backend_name == "tvm":
+        with pytest.raises(MissingConverter, match="Softmax.*tvm.*LLVM"):
+            woodstar.convert(_softmax_graph(4), "tvm")
+        linear = linear_graph(rng, n_targets=3, post="SOFTMAX")
+        with pytest.raises(MissingConverter, match="SOFTMAX.*tvm.*LLVM"):
+            woodstar.convert(linear, "tvm")
+        return
+    check(_softmax_graph(4), _logits(rng, 200, 4), backend_name)

@@ -174,3 +174,19 @@ def test_double_softmax_is_refused():
 def test_softmax_over_rows_is_refused():
     with pytest.raises(MissingConverter, match="axis"):
         woodstar.convert(_softmax_graph(3, axis=0), "torch")
+
+
+def test_mlas_exp_traces_under_torchdynamo():
+    """MLAS's exp constants are Python floats: NumPy scalars in a module dict made
+    TorchDynamo fail its own guard (torch.compile of any Softmax graph crashed)."""
+    import torch
+
+    from woodstar.ir.families.onnx_ops import mlas_exp_avx512
+    from woodstar.lowering.families.onnx_ops import TorchMath
+
+    traced = torch.compile(lambda d: mlas_exp_avx512(TorchMath, d), backend="eager",
+                           fullgraph=True)
+    d = torch.tensor([-104.0, -87.5, -1.0, -1e-8, 0.0, float("nan")], dtype=torch.float32)
+    with torch.inference_mode():  # as woodstar's programs run
+        got = traced(d).numpy()
+    np.testing.assert_array_equal(got, mlas_exp_avx512(NumpyMath, d.numpy()))

@@ -1103,10 +1103,11 @@ class OnnxSvm(Op):
 # the row's maximum, then each ``exp(x - max)`` by MLAS's vectorized exp and their sum,
 # then every exp times ``1 / sum``. These are the x86-64 AVX-512F kernels (the ones
 # ONNX Runtime picks on a CPU with AVX-512F): each fused multiply-add rounds once.
-_MLAS_EXP = {name: np.float32(value) for name, value in dict(
+# Python floats holding float32 values: TorchDynamo would guard NumPy scalars as tensors
+_MLAS_EXP = {name: float(np.float32(value)) for name, value in dict(
     lower=-103.9720840454, rounding_bias=12582912.0, log2_reciprocal=1.44269504088896341,
     log2_high=-6.93145752e-1, log2_low=-1.42860677e-6).items()}
-_MLAS_EXP_POLY = tuple(np.float32(float.fromhex(h)) for h in (
+_MLAS_EXP_POLY = tuple(float(np.float32(float.fromhex(h))) for h in (
     "0x1.694000p-10", "0x1.125edcp-7", "0x1.555b5ap-5", "0x1.555450p-3", "0x1.fffff6p-2",
     "0x1.000000p+0"))
 # MlasComputeSumExpF32KernelAvx512F adds the exps in 16 lanes (element j in lane j % 16)

@@ -144,6 +144,12 @@ def _sweep_step(sweep, i, done, values):
     return (i + 1, done, *values)
 
 
+def _mlas_exp_refusal(what):
+    """``refused_by`` for ops that mirror MLAS's exp: its fused multiply-adds are
+    float64 steps whose TVM build fails LLVM's module verification."""
+    return {"tvm": unsupported_message(what, "backend", "tvm", _TVM_FMA_REFUSAL)}
+
+
 class _Listed(list):
     def tolist(self):
         return list(self)
@@ -198,6 +204,8 @@ class OnnxLinearNode(nn.Module):
         self.register_buffer("coefficients", torch.from_numpy(op.coefficients.copy()))
         self.register_buffer("intercepts", torch.from_numpy(op.intercepts.reshape(1, -1).copy()))
         self.estimate_bytes = lambda n_rows: 16 * n_rows * (op.n_features + 4 * op.n_targets)
+        if op.post_transform == "SOFTMAX" and op.n_targets > 1:  # MLAS's softmax on large calls
+            self.refused_by = _mlas_exp_refusal("an ONNX LinearClassifier with SOFTMAX")
 
     def forward(self, x):
         arrays = {"coefficients": self.coefficients, "intercepts": self.intercepts}
@@ -305,6 +313,7 @@ class OnnxSoftmaxNode(nn.Module):
         super().__init__()
         self.op = _PlainOp(op)
         self.estimate_bytes = lambda n_rows: 64 * n_rows * op.width
+        self.refused_by = _mlas_exp_refusal("an ONNX Softmax")
 
     def forward(self, x):
         return (softmax_columns(self.op, x, TorchMath),)
@@ -416,6 +425,7 @@ class OnnxRbfKernelRowsNode(nn.Module):
         self.register_buffer("column_means", torch.from_numpy(op.column_means[None, :].copy()))
         n_train = op.train.shape[0]
         self.estimate_bytes = lambda n_rows: 8 * n_rows * n_train * (op.n_features + 12)
+        self.refused_by = _mlas_exp_refusal("an ONNX KernelPCA's rbf kernel (MLAS's Exp)")
 
     def forward(self, x):
         arrays = {"train_columns": [getattr(self, f"train_{f}") for f in range(self.op.n_features)],

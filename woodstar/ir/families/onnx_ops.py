@@ -1139,7 +1139,8 @@ def mlas_exp_avx512(math, d):
     """MLAS's exp of float32 ``d`` (<= 0 in a softmax): clamp below at -103.97 (a NaN
     stays NaN), ``m = round(d / ln 2)`` through the rounding-bias trick, a two-step
     reduction and a degree-6 polynomial by FMAs, then ``p * 2^m`` rounded once
-    (``vscalefps``; small results come out subnormal, never flushed)."""
+    (``vscalefps``; small results come out subnormal, never flushed). The scaling is
+    ``p * 2^(m - 1) * 2``, exact in float64, so m may reach 128 (``mlas_exp``)."""
     c = {name: _f32(math, value, d) for name, value in _MLAS_EXP.items()}
     d = math.where(c["lower"] > d, c["lower"], d)
     biased = exact_fma32(math, d, c["log2_reciprocal"], c["rounding_bias"])
@@ -1153,7 +1154,7 @@ def mlas_exp_avx512(math, d):
     p = exact_fma32(math, p, r, poly[-1])
     m64 = math.cast(m, "float64")
     finite = math.where(m64 == m64, m64, math.zeros(m64, "float64"))
-    return math.cast(math.cast(p, "float64") * math.pow2(finite), "float32")
+    return math.cast(math.cast(p, "float64") * math.pow2(finite - 1.0) * 2.0, "float32")
 
 
 def _lane_sum(columns):
@@ -1553,25 +1554,9 @@ def glibc_logf(math, x):
 
 def mlas_exp(math, x):
     """ONNX Runtime's float ``Exp`` (MLAS's MlasComputeExp on AVX-512F) of a column:
-    clamped above at ``MLAS_EXP_UPPER`` (a NaN stays NaN), then the steps of
-    ``mlas_exp_avx512``, whose last, ``p * 2^m`` rounded once, takes m up to 128 here
-    (as ``p * 2^(m - 1) * 2``, exact in float64, so 2^m need not be held)."""
+    clamped above at ``MLAS_EXP_UPPER`` (a NaN stays NaN), then ``mlas_exp_avx512``."""
     upper = math.scalar32(MLAS_EXP_UPPER, x)
-    d = math.where(x > upper, upper, x)
-    c = {name: _f32(math, value, d) for name, value in _MLAS_EXP.items()}
-    d = math.where(c["lower"] > d, c["lower"], d)
-    biased = exact_fma32(math, d, c["log2_reciprocal"], c["rounding_bias"])
-    m = biased - c["rounding_bias"]
-    r = exact_fma32(math, m, c["log2_high"], d)
-    r = exact_fma32(math, m, c["log2_low"], r)
-    poly = [_f32(math, value, d) for value in _MLAS_EXP_POLY]
-    p = poly[0]
-    for k in poly[1:]:
-        p = exact_fma32(math, p, r, k)
-    p = exact_fma32(math, p, r, poly[-1])
-    m64 = math.cast(m, "float64")
-    finite = math.where(m64 == m64, m64, math.zeros(m64, "float64"))
-    return math.cast(math.cast(p, "float64") * math.pow2(finite - 1.0) * 2.0, "float32")
+    return mlas_exp_avx512(math, math.where(x > upper, upper, x))
 
 
 __all__ += ["glibc_logf", "mlas_exp", "MLAS_EXP_UPPER"]

@@ -4,7 +4,7 @@ import numpy as np
 
 from ...exceptions import MissingConverter, unsupported_message
 
-__all__ = ["attributes", "node_label", "refuse"]
+__all__ = ["attributes", "node_label", "refuse", "reduce_axes"]
 
 
 def node_label(node):
@@ -40,3 +40,14 @@ def attributes(node):
             refuse(node, f"attribute {a.name!r} of type", int(a.type),
                    "ints, floats, strings, int, float, string, tensor")
     return out
+
+
+def reduce_axes(node, state):
+    """(axes as a list of ints or None, keepdims) of a Reduce* node: ``axes`` is an
+    attribute before opset 18 (13 for ReduceSum) and a constant second input after."""
+    a = attributes(node)
+    axes = a.get("axes")
+    if axes is None and len(node.input) > 1 and node.input[1] in state.constants:
+        axes = state.constants[node.input[1]]
+    axes = None if axes is None else [int(x) for x in np.asarray(axes).reshape(-1)]
+    return axes, a.get("keepdims", 1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir.families.onnx_ops import OnnxElementwise
 from ...ir.families.onnx_math import OnnxFill, OnnxIsZero, OnnxMlasTanh, OnnxRowSums
-from ._attributes import attributes, refuse
+from ._attributes import attributes, reduce_axes, refuse
 from .plain_ops import _block
 
 __all__ = ["handle_tanh", "handle_reduce_sum", "handle_not", "truth_casts",
@@ -42,13 +42,9 @@ def handle_tanh(node, state):
 def handle_reduce_sum(node, state):
     """ReduceSum over each row's columns (axes [1], keepdims 1) of a float block."""
     block = _float_block(node, state)
-    a = attributes(node)
-    axes = a.get("axes")
-    if axes is None and len(node.input) > 1 and node.input[1] in state.constants:
-        axes = state.constants[node.input[1]]
-    axes = None if axes is None else [int(x) for x in np.asarray(axes).reshape(-1)]
-    if axes not in ([1], [-1]) or a.get("keepdims", 1) != 1:
-        refuse(node, "axes and keepdims", (axes, a.get("keepdims", 1)), "([1], 1)")
+    axes, keepdims = reduce_axes(node, state)
+    if axes not in ([1], [-1]) or keepdims != 1:
+        refuse(node, "axes and keepdims", (axes, keepdims), "([1], 1)")
     (value,) = state.add(OnnxRowSums(width=block.width), [block.value], node)
     state.values[node.output[0]] = ("features", _features(value, 1))
 

@@ -8,7 +8,7 @@ handlers so that they take this case and leave every other to the handler."""
 import numpy as np
 
 from ...ir.families.onnx_math import OnnxStackMean
-from ._attributes import attributes, refuse
+from ._attributes import attributes, reduce_axes, refuse
 from .plain_ops import _block
 
 __all__ = ["stacking", "handle_reduce_mean"]
@@ -72,13 +72,9 @@ def stacking(handler):
 def handle_reduce_mean(node, state):
     """ReduceMean over axis 0 of a stack of blocks (keepdims 0): their mean."""
     _, blocks = state.read(node, 0, ("stack",))
-    a = attributes(node)
-    axes = a.get("axes")
-    if axes is None and len(node.input) > 1 and node.input[1] in state.constants:
-        axes = state.constants[node.input[1]]
-    axes = None if axes is None else [int(x) for x in np.asarray(axes).reshape(-1)]
-    if axes != [0] or a.get("keepdims", 1) != 0:
-        refuse(node, "axes and keepdims", (axes, a.get("keepdims", 1)), "([0], 0)")
+    axes, keepdims = reduce_axes(node, state)
+    if axes != [0] or keepdims != 0:
+        refuse(node, "axes and keepdims", (axes, keepdims), "([0], 0)")
     if len(blocks) > MAX_STACKED:
         refuse(node, "a mean of blocks numbering", len(blocks),
                f"up to {MAX_STACKED} (MLAS's sum order is measured that far)")

@@ -8,7 +8,7 @@ dynamic shapes is read."""
 import numpy as np
 
 from ...ir.families.onnx_math import OnnxFill, OnnxReduceProd
-from ._attributes import attributes, refuse
+from ._attributes import attributes, reduce_axes, refuse
 
 __all__ = ["handle_shape", "handle_constant_of_shape", "handle_reduce_prod"]
 
@@ -46,13 +46,9 @@ def handle_constant_of_shape(node, state):
 def handle_reduce_prod(node, state):
     """ReduceProd over each row's columns (axes [1], keepdims 1) of a float block."""
     _, features = state.read(node, 0, ("features",))
-    a = attributes(node)
-    axes = a.get("axes")
-    if axes is None and len(node.input) > 1 and node.input[1] in state.constants:
-        axes = state.constants[node.input[1]]
-    axes = None if axes is None else [int(x) for x in np.asarray(axes).reshape(-1)]
-    if axes not in ([1], [-1]) or a.get("keepdims", 1) != 1:
-        refuse(node, "axes and keepdims", (axes, a.get("keepdims", 1)), "([1], 1)")
+    axes, keepdims = reduce_axes(node, state)
+    if axes not in ([1], [-1]) or keepdims != 1:
+        refuse(node, "axes and keepdims", (axes, keepdims), "([1], 1)")
     if features.dtype != np.float32:
         refuse(node, "input of dtype", str(features.dtype), "float")
     features = state.rounded(features, node)

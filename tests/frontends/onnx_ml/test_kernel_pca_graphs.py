@@ -3,7 +3,7 @@ route, the eager program and the traced one, to the bit: the rbf kernel (a Scan 
 squared distances, MLAS's exp), the linear and sigmoid kernels (MatMul by the
 transposed training rows, MLAS's tanh), then the centring (ReduceSum in Eigen's
 packet order) and MatMul (MLAS's SGEMM). The poly and cosine kernels' Pow by an int64
-exponent is refused by operator."""
+2 or 3 is ONNX Runtime's ``x * x`` or ``x * x * x``; other integer exponents are refused."""
 
 import numpy as np
 import pytest
@@ -52,10 +52,22 @@ def test_kernel_pca_without_scan(backend, rng, kernel):
     check(graph, _rows(rng, 150, 4), backend)
 
 
-def test_other_kernels_are_refused_by_operator(rng):
+@FAST_BACKENDS
+@pytest.mark.parametrize("kernel,degree", [("poly", 2), ("poly", 3), ("cosine", 3)])
+def test_kernel_pca_with_an_integer_power(backend, rng, kernel, degree):
+    from sklearn.decomposition import KernelPCA
+
+    X = rng.normal(size=(41, 4)).astype(np.float32)
+    model = KernelPCA(3, kernel=kernel, degree=degree, gamma=0.2, coef0=0.5).fit(X)
+    graph = skl2onnx.to_onnx(model, X[:1], target_opset=OPSET)
+    check(graph, _rows(rng, 150, 4), backend)
+
+
+def test_other_integer_powers_are_refused_by_operator(rng):
     from sklearn.decomposition import KernelPCA
 
     X = rng.normal(size=(30, 3)).astype(np.float32)
-    graph = skl2onnx.to_onnx(KernelPCA(2, kernel="poly").fit(X), X[:1], target_opset=OPSET)
+    graph = skl2onnx.to_onnx(KernelPCA(2, kernel="poly", degree=4).fit(X), X[:1],
+                             target_opset=OPSET)
     with pytest.raises(MissingConverter, match="Pow"):
         woodstar.convert(graph, "torch")

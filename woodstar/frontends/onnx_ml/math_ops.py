@@ -135,9 +135,11 @@ def handle_pow(node, state):
     """Pow by a constant scalar: 2 or 3 are ONNX Runtime's ``x * x`` or ``x * x * x``;
     other exponents of a constant base are folded with powf."""
     exponent = _constant_input(state, node, 1)
-    if exponent is None or exponent.size != 1 or exponent.dtype != np.float32:
-        refuse(node, "an exponent that is not a constant float scalar", node.input[1:],
-               "one float initializer or Constant")
+    integral = exponent is not None and exponent.dtype.kind in "iu" and exponent.size == 1 \
+        and int(exponent.reshape(-1)[0]) in (2, 3)  # skl2onnx's KernelPCA: int64 2 or 3
+    if exponent is None or exponent.size != 1 or not (exponent.dtype == np.float32 or integral):
+        refuse(node, "an exponent that is not a constant float scalar (or int 2 or 3)",
+               node.input[1:], "one float initializer or Constant")
     function, fold = _power_products(node, float(exponent.reshape(-1)[0]),
                                      node.input[0] in state.constants)
     _unary(node, state, function, fold)

@@ -76,8 +76,8 @@ def test_thread_count_is_scikit_learns(monkeypatch):
     from joblib import cpu_count
 
     assert knn_runtime.sklearn_openmp_threads() == _openmp_effective_n_threads()
-    # without scikit-learn's runtime in the process: from the environment
-    monkeypatch.setattr(knn_runtime, "_SKLEARN_OPENMP", [None])
+    # without scikit-learn's helper in the process: from the environment
+    monkeypatch.delitem(sys.modules, "sklearn.utils._openmp_helpers")
     assert knn_runtime.sklearn_openmp_threads() == _openmp_effective_n_threads()
     # the count without joblib: its logical CPUs, read the same way
     assert knn_runtime._logical_cpus_like_loky() == cpu_count(only_physical_cores=False)
@@ -245,7 +245,7 @@ for n_train, n_queries in ((700, 300), (700, 1500), (2000, 2100), (300, 10)):
                 bad.append((n_train, n_queries, k, type(model).__name__))
 from woodstar.runtimes.families import neighbors
 ours = sklearn_openmp_threads()
-neighbors._SKLEARN_OPENMP[:] = [None]  # as without scikit-learn loaded: the environment
+sys.modules.pop("sklearn.utils._openmp_helpers")  # as without scikit-learn: the environment
 print(json.dumps({{"bad": bad, "ours": ours, "from_environment": sklearn_openmp_threads(),
                    "sklearn": _openmp_effective_n_threads()}}))
 """

@@ -142,44 +142,12 @@ def _omp_default_threads() -> int:
     return os.cpu_count() or 1
 
 
-_SKLEARN_OPENMP = []
-
-
-def _sklearn_omp_max_threads():
-    """``omp_get_max_threads()`` of the OpenMP runtime scikit-learn's wheel loaded into
-    this process (its own ``libgomp``; threadpoolctl's limits change it), or None when
-    scikit-learn is not loaded here (Linux only: read from /proc/self/maps)."""
-    if not _SKLEARN_OPENMP:
-        if "sklearn.utils._openmp_helpers" not in sys.modules:
-            return None
-        path = None
-        try:
-            with open("/proc/self/maps") as maps:
-                for line in maps:
-                    if "scikit_learn.libs/libgomp" in line:
-                        path = line.split(None, 5)[-1].strip()
-                        break
-        except OSError:
-            pass
-        lib = None
-        if path:
-            try:
-                lib = ctypes.CDLL(path)
-                lib.omp_get_max_threads.restype = ctypes.c_int
-            except (OSError, AttributeError):
-                lib = None
-        _SKLEARN_OPENMP.append(lib)
-    lib = _SKLEARN_OPENMP[0]
-    return None if lib is None else int(lib.omp_get_max_threads())
+_OPENMP_HELPERS = "sklearn.utils._openmp_helpers"
 
 
 def _omp_max_threads() -> int:
-    """``omp_get_max_threads()`` as scikit-learn's OpenMP runtime answers it: asked
-    directly when it is loaded, else from ``OMP_NUM_THREADS`` (its first value) or the
-    affinity mask, as libgomp starts."""
-    loaded = _sklearn_omp_max_threads()
-    if loaded is not None:
-        return loaded
+    """``omp_get_max_threads()`` as libgomp starts: ``OMP_NUM_THREADS`` (its first
+    value), else the CPUs of the affinity mask."""
     configured = os.environ.get("OMP_NUM_THREADS")
     if configured:
         try:
@@ -193,11 +161,13 @@ def _omp_max_threads() -> int:
 
 def sklearn_openmp_threads() -> int:
     """The thread count scikit-learn's ``_openmp_effective_n_threads()`` gives in this
-    process (scikit-learn 1.9's wheels, built with OpenMP): with ``OMP_NUM_THREADS``
-    set, ``omp_get_max_threads()`` (it may exceed the CPUs); else the least of that and
-    joblib's physical core count (affinity and cgroup quotas included). Where
-    scikit-learn is not imported, its runtime's answer is taken from the environment
-    as libgomp reads it at start."""
+    process. Where scikit-learn's helper is loaded, its own answer (which follows
+    threadpoolctl's limits on its OpenMP runtime). Otherwise, as its runtime would
+    start: with ``OMP_NUM_THREADS`` set, that value (it may exceed the CPUs); else the
+    least of the affinity mask's CPUs and joblib's physical core count."""
+    helpers = sys.modules.get(_OPENMP_HELPERS)
+    if helpers is not None:
+        return int(helpers._openmp_effective_n_threads())
     if os.environ.get("OMP_NUM_THREADS"):
         return _omp_max_threads()
     return min(_omp_max_threads(), _physical_cpu_count())

@@ -76,9 +76,15 @@ def test_thread_count_is_scikit_learns(monkeypatch):
     from joblib import cpu_count
 
     assert knn_runtime.sklearn_openmp_threads() == _openmp_effective_n_threads()
-    # without scikit-learn's helper in the process: from the environment
+    # without scikit-learn's helper in the process: from the environment, as its
+    # runtime would start (a fresh process compares it with scikit-learn's below)
     monkeypatch.delitem(sys.modules, "sklearn.utils._openmp_helpers")
-    assert knn_runtime.sklearn_openmp_threads() == _openmp_effective_n_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,1")
+    assert knn_runtime.sklearn_openmp_threads() == 3  # even past the CPUs, as libgomp
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(knn_runtime, "_omp_default_threads", lambda: 4)
+    monkeypatch.setattr(knn_runtime, "_physical_cpu_count", lambda: 2)
+    assert knn_runtime.sklearn_openmp_threads() == 2
     # the count without joblib: its logical CPUs, read the same way
     assert knn_runtime._logical_cpus_like_loky() == cpu_count(only_physical_cores=False)
 
@@ -251,17 +257,22 @@ print(json.dumps({{"bad": bad, "ours": ours, "from_environment": sklearn_openmp_
 """
 
 
-@pytest.mark.parametrize("threads", ["1", "2", "3"])
+@pytest.mark.parametrize("threads", ["1", "2", "3", None])
 def test_scikit_learn_thread_counts(threads, rng):
     """Each thread count shares the training chunks differently in "parallel on Y" and
-    moves the switch to "parallel on X" (4 * 256 * threads rows)."""
-    env = dict(os.environ, OMP_NUM_THREADS=threads)
+    moves the switch to "parallel on X" (4 * 256 * threads rows); None: the count
+    scikit-learn derives itself without OMP_NUM_THREADS."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = threads
     code = _CHILD.format(root=str(ROOT), seed=int(rng.integers(1 << 31)))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["ours"] == result["from_environment"] == result["sklearn"] == int(threads)
+    assert result["ours"] == result["from_environment"] == result["sklearn"]
+    if threads is not None:
+        assert result["sklearn"] == int(threads)
     assert result["bad"] == []
 
 

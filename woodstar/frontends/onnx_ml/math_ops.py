@@ -23,7 +23,7 @@ from ...ir.families.onnx_ops import mlas_exp
 from ...ir.families.onnx_neighbors import eigen_sse_sum
 from ...ir.families.onnx_math import eigen_log, OnnxGemm, OnnxMath, OnnxReduce, ReduceNumpyMath
 from ._attributes import attributes, refuse
-from .plain_ops import features_class, inner_shape, reading_block
+from .plain_ops import features_class, inner_shape, reading_block, with_inputs_as_features
 
 __all__ = ["handle_exp", "reduce_sum_folding", "handle_sqrt", "handle_log", "handle_pow", "handle_reduce",
            "handle_argmin", "gemm_reading_a_bias", "reshape_to_inner", "casting_labels",
@@ -323,18 +323,10 @@ def reading_argmax(handler):
     """``handler`` reading an ArgMax's int64 index as a float column of whole numbers
     (KBinsDiscretizer's one-hot bins: ArgMax then OneHotEncoder)."""
     def handle(node, state):
-        renamed = None
-        for i, name in enumerate(node.input):
-            role, payload = state.values.get(name, ("", None))
-            if role != "argmax":
-                continue
-            alias = f"{name}:index"
-            state.values[alias] = ("features", _argmax_index(node, state, payload))
-            if renamed is None:
-                renamed = type(node)()
-                renamed.CopyFrom(node)
-            renamed.input[i] = alias
-        return handler(renamed if renamed is not None else node, state)
+        def as_index(i, role, payload):
+            return _argmax_index(node, state, payload) if role == "argmax" else None
+
+        return handler(with_inputs_as_features(node, state, as_index, "index"), state)
 
     handle.__doc__ = handler.__doc__
     return handle

@@ -80,21 +80,32 @@ def reading_block(state, node, index):
     return _block(state, node, index)
 
 
+def with_inputs_as_features(node, state, convert, suffix):
+    """``node``, or a copy whose inputs ``convert(i, role, payload)`` turns into a
+    features block (not None) read under the alias ``<name>:<suffix>``."""
+    renamed = None
+    for i, name in enumerate(node.input):
+        role, payload = state.values.get(name, ("", None))
+        block = convert(i, role, payload)
+        if block is None:
+            continue
+        alias = f"{name}:{suffix}"
+        state.values[alias] = ("features", block)
+        if renamed is None:
+            renamed = type(node)()
+            renamed.CopyFrom(node)
+        renamed.input[i] = alias
+    return renamed if renamed is not None else node
+
+
 def reading_blocks(handler):
     """``handler`` (one of the package's, which reads computed features) made to read a
     model's values or scores too, as ``_block`` turns them into features."""
     def handle(node, state):
-        renamed = None
-        for i, name in enumerate(node.input):
-            if state.values.get(name, ("",))[0] not in ("values", "probabilities"):
-                continue
-            alias = f"{name}:block"
-            state.values[alias] = ("features", _block(state, node, i))
-            if renamed is None:
-                renamed = type(node)()
-                renamed.CopyFrom(node)
-            renamed.input[i] = alias
-        handler(renamed if renamed is not None else node, state)
+        def as_block(i, role, payload):
+            return _block(state, node, i) if role in ("values", "probabilities") else None
+
+        handler(with_inputs_as_features(node, state, as_block, "block"), state)
 
     handle.__doc__ = handler.__doc__
     return handle

@@ -34,6 +34,11 @@ class LinearModel(Op):
     matrix-vector product rather than a matrix product: the NumPy route repeats the
     source's own call, so the BLAS routine and its summation order are the same).
 
+    ``coef_layout``: ``"C"`` or ``"F"``, the memory order of the source's coefficients
+    (``""``: read from the array given). NumPy's matmul passes BLAS other arguments for
+    a Fortran-ordered matrix, and the BLAS kernel then sums in another order, so the NumPy
+    route multiplies by a matrix of the source's order (``coef_as_source``).
+
     ``summation``: ``"blas"`` (the source's matrix product) or ``"in_order"`` (each
     score summed term after term in column order, then the intercept added: libsvm's
     decision values). Programs (Torch, ONNX, TVM) sum in their own order either way.
@@ -48,13 +53,23 @@ class LinearModel(Op):
     post_transform: str = "identity"
     vector_coef: bool = False
     summation: str = "blas"
+    coef_layout: str = ""
 
     def __post_init__(self):
-        coef = np.ascontiguousarray(self.coef)
+        given = np.asarray(self.coef)
+        if not self.coef_layout:
+            fortran = given.ndim == 2 and given.flags.f_contiguous and not given.flags.c_contiguous
+            object.__setattr__(self, "coef_layout", "F" if fortran else "C")
+        coef = np.ascontiguousarray(given)
         if coef.ndim == 1:
             coef = coef.reshape(1, -1)
         object.__setattr__(self, "coef", coef)
         object.__setattr__(self, "intercept", np.ascontiguousarray(self.intercept).reshape(-1))
+
+    @property
+    def coef_as_source(self) -> np.ndarray:
+        """``coef`` in the memory order the source holds it in."""
+        return np.asfortranarray(self.coef) if self.coef_layout == "F" else self.coef
 
     @property
     def n_features(self) -> int:
@@ -85,6 +100,8 @@ class LinearModel(Op):
             fail(f"post_transform {self.post_transform!r} not in {LINEAR_POST_TRANSFORMS}")
         if self.summation not in SUMMATIONS:
             fail(f"summation {self.summation!r} not in {SUMMATIONS}")
+        if self.coef_layout not in ("C", "F"):
+            fail(f"coef_layout {self.coef_layout!r} not in ('C', 'F')")
         if self.vector_coef and self.n_outputs != 1:
             fail("vector_coef needs exactly one output")
         if self.post_transform in _ONE_OUTPUT and self.n_outputs != 1:
@@ -100,7 +117,7 @@ class LinearModel(Op):
             for t in range(self.n_features):
                 total = total + X[:, t:t + 1] * self.coef[:, t]
             return total + self.intercept
-        return X @ self.coef.T + self.intercept
+        return X @ self.coef_as_source.T + self.intercept
 
     # ---------------------------------------------------------------- graph op
     def output_types(self, input_types):
@@ -118,11 +135,12 @@ class LinearModel(Op):
 
     def to_saved(self):
         return ({"post_transform": self.post_transform, "vector_coef": self.vector_coef,
-                 "summation": self.summation},
+                 "summation": self.summation, "coef_layout": self.coef_layout},
                 {"coef": self.coef, "intercept": self.intercept})
 
     @classmethod
     def from_saved(cls, meta, arrays):
         return cls(coef=arrays["coef"], intercept=arrays["intercept"],
                    post_transform=str(meta["post_transform"]), vector_coef=bool(meta["vector_coef"]),
-                   summation=str(meta.get("summation", "blas")))
+                   summation=str(meta.get("summation", "blas")),
+                   coef_layout=str(meta.get("coef_layout", "C")))

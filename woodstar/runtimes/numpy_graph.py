@@ -87,7 +87,7 @@ def _column_ops(op, context):
 @register_cpu_op("linear")
 def _linear(op, context):
     vector = op.coef[0] if op.vector_coef else None
-    coef_t = op.coef.T
+    coef_t = op.coef_as_source.T  # the source's memory order: the same BLAS call
     intercept, post_transform = op.intercept, op.post_transform
 
     if op.summation == "in_order":  # libsvm's decision values: compiled, else the reference

@@ -229,7 +229,8 @@ SMALL_BATCH_CELLS = [(1, np.float32), (1, np.float64), (10, np.float32), (64, np
 
 
 def small_batch(repeats, rounds):
-    """The compiled walk's one-call small-batch entry (c_walk.SmallBatchEntry) against
+    """The one-call small-batch entries (the compiled walk's, c_walk.SmallBatchEntry; a
+    linear model's, linear_entry.LinearSmallBatchEntry) against
     the full Python path, in one process: the same converted model with the entry on
     and off (its cache entry set to False, as WOODSTAR_SMALL_BATCH_ROWS=0 would leave
     it), interleaved with ONNX Runtime, ``rounds`` times; ratios per round. The entry
@@ -240,24 +241,28 @@ def small_batch(repeats, rounds):
     torch.set_num_threads(1)
     import woodstar
     from woodstar import container
+    from woodstar.runtimes import linear_entry
 
     container.SMALL_BATCH_ROWS = SMALL_BATCH_LIMIT
+    linear_entry._MAX_ROWS = SMALL_BATCH_LIMIT  # to find where the linear entry stops paying
 
     models = _train()
-    X_all, _ = _data(200, seed=12345)
+    X_all, _ = _data(300, seed=12345)
     X_all[3, 5] = np.nan
     rows = []
-    for name in ("rf_100x8", "xgb_300x8", "lgbm_100x31"):
+    for name in ("rf_100x8", "xgb_300x8", "lgbm_100x31", "scaler_logreg"):
         model = models[name]
         on, off = woodstar.convert(model), woodstar.convert(model)
         off._small_batch = {"float32": False, "float64": False}
         ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model)))
         for n, dtype in SMALL_BATCH_CELLS:
             X = np.ascontiguousarray(X_all[:n], dtype=dtype)
+            if name == "scaler_logreg":  # refuses NaN: rows without it
+                X = np.ascontiguousarray(X_all[5:5 + n], dtype=dtype)
             expected = model.predict_proba(X)
             for c in (on, off):
                 np.testing.assert_array_equal(c.predict_proba(X), expected, err_msg=name)
-            taken = on._small_batch["float32"](X) is not None
+            taken = any(entry and entry(X) is not None for entry in on._small_batch.values())
             fns = {"entry": lambda X=X: on.predict_proba(X),
                    "full path": lambda X=X: off.predict_proba(X),
                    "onnxruntime": lambda X=X: ort_run(X.astype(np.float32, copy=False))}

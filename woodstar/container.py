@@ -187,9 +187,10 @@ class ConvertedModel:
         return plan.precision_for(self.ir, self._options, X)
 
     def _small_batch_entry(self, precision):
-        """The compiled walk's one-call entry for small NumPy batches at ``precision``,
-        or False: only for calls that would run on the walk alone, in one batch, on
-        input that needs no encoding."""
+        """The one-call native entry for small NumPy batches at ``precision`` (the
+        compiled walk's, or a linear model's: runtimes/linear_entry.py), or False: only
+        for calls that would run on that route alone, in one batch, on input that needs
+        no encoding."""
         entry = False
         to_features, routes = self._to_features, self._routes
         rows = min(SMALL_BATCH_ROWS, routes.cpu_rows)
@@ -203,6 +204,16 @@ class ConvertedModel:
             if type(walk) is CTreeWalk and not walk.round_to_float32:
                 entry = SmallBatchEntry(walk, rows, to_features.refuse_nan,
                                         to_features.refuse_inf, self.ir.input_precision)
+        elif rows > 0 and self.device.type == "cpu" and to_features.plain \
+                and routes.for_rows(1) == "numpy" \
+                and (rows == 1 or routes.for_rows(2) == "numpy"):
+            from .runtimes.linear_entry import linear_entry
+
+            entry = linear_entry(self.ir, self._cpu_runner("numpy", precision), precision,
+                                 to_features.refuse_nan, to_features.refuse_inf) or False
+            if entry:
+                entry.max_rows = min(entry.max_rows, rows,
+                                     self._rows_per_batch("numpy", precision))
         self._small_batch[precision] = entry
         return entry
 

@@ -1,0 +1,145 @@
+/* A linear model's small calls in one native call: the input check, the column-wise
+ * steps before it (a scaler's subtractions and divisions), the product with the
+ * coefficients, the intercept and the logistic link.
+ *
+ * The product is the BLAS routine NumPy calls for ``X @ coef.T`` on these shapes, called
+ * through the addresses NumPy's own BLAS library gives (linear_entry.py finds them), with
+ * NumPy's arguments: one row and one output is ``?dot``; several rows and one output, or
+ * one row and several outputs, is ``?gemv`` (column-major, transposed). So the sums are
+ * the ones NumPy computes, in the same order, whatever kernel that library picks.
+ *
+ * Every other step is one IEEE operation per value, in the dtype NumPy uses for it: a
+ * float32 operation is computed in double and rounded, which gives the same float for
+ * +, -, * and / (a double holds more than twice a float's digits). Built with
+ * -ffp-contract=off so that no multiply and add are fused.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#define LINEAR_LAYOUT 1
+
+typedef float (*sdot_fn)(int64_t, const float *, int64_t, const float *, int64_t);
+typedef double (*ddot_fn)(int64_t, const double *, int64_t, const double *, int64_t);
+typedef void (*sgemv_fn)(int, int, int64_t, int64_t, float, const float *, int64_t,
+                         const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemv_fn)(int, int, int64_t, int64_t, double, const double *, int64_t,
+                         const double *, int64_t, double, double *, int64_t);
+
+enum { ROW_MAJOR = 101, COL_MAJOR = 102, TRANS = 112 };  /* CBLAS's enum values */
+enum { OP_ADD = 1, OP_SUB = 2, OP_MUL = 3, OP_DIV = 4 };
+enum { CHECK_NAN = 1, CHECK_RANGE = 2 };
+enum { LINK_NUMPY = 0, LINK_IDENTITY = 1, LINK_SIGMOID_BINARY = 2 };
+#define MAX_CELLS 16384                                  /* rows x features in the scratch */
+
+typedef struct {
+    int64_t n_features, n_outputs;
+    int64_t rows_double;       /* the rows, and the steps' results, are float64 */
+    int64_t check;             /* CHECK_NAN | CHECK_RANGE */
+    double limit;              /* the source dtype's largest finite value */
+    int64_t n_steps;
+    const int64_t *step_ops;   /* OP_* per step */
+    const double *operands;    /* n_steps x n_features, the values each step applies */
+    int64_t product_double;    /* the product's dtype */
+    const void *coef;          /* (n_outputs, n_features), the product's dtype */
+    int64_t coef_fortran;      /* the coefficients are in Fortran order, as the source's */
+    int64_t raw_double;        /* the dtype of product + intercept */
+    const double *intercept;   /* n_outputs values, exact in the raw dtype */
+    int64_t link;              /* LINK_* */
+    void *dot, *gemv;          /* the BLAS routines of the product's dtype */
+} linear_spec;
+
+int64_t woodstar_linear_layout(void) { return LINEAR_LAYOUT * 1000 + (int64_t)sizeof(linear_spec); }
+
+static double step(int64_t op, double x, double operand) {
+    switch (op) {
+    case OP_ADD: return x + operand;
+    case OP_SUB: return x - operand;
+    case OP_MUL: return x * operand;
+    default: return x / operand;
+    }
+}
+
+/* The rows after the steps, in the product's dtype, into ``scratch``; 0 where a value
+ * is refused or a step overflows or turns a number into NaN (NumPy warns there: the
+ * caller's full path runs the call instead). */
+static int prepare_rows(const linear_spec *s, const void *X, int64_t n, void *scratch) {
+    const int64_t d = s->n_features;
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < d; j++) {
+            const int64_t i = r * d + j;
+            double v = s->rows_double ? ((const double *)X)[i] : (double)((const float *)X)[i];
+            if (isnan(v)) {
+                if (s->check & CHECK_NAN) return 0;
+            } else if ((s->check & CHECK_RANGE) && fabs(v) > s->limit) {
+                return 0;
+            }
+            for (int64_t k = 0; k < s->n_steps; k++) {
+                const double before = v;
+                v = step(s->step_ops[k], v, s->operands[k * d + j]);
+                if (!s->rows_double) v = (double)(float)v;
+                if (isfinite(before) && !isfinite(v)) return 0;
+            }
+            if (s->product_double) ((double *)scratch)[i] = v;
+            else ((float *)scratch)[i] = (float)v;
+        }
+    }
+    return 1;
+}
+
+/* ``X @ coef.T`` as NumPy's matmul computes it for these shapes, into ``out``. */
+static int product(const linear_spec *s, const void *rows, int64_t n, double *out) {
+    const int64_t d = s->n_features, k = s->n_outputs;
+    if (k == 1 && n == 1) {  /* row @ column: NumPy's dot, summed into a double */
+        out[0] = s->product_double
+            ? ((ddot_fn)s->dot)(d, rows, 1, s->coef, 1)
+            : (double)((sdot_fn)s->dot)(d, rows, 1, s->coef, 1);
+        return 1;
+    }
+    /* matrix @ column (A = the rows) or row @ matrix (A = the coefficients): gemv.
+     * NumPy passes a C-ordered A as column-major with lda = d, and the transpose of a
+     * Fortran-ordered one as row-major with lda = its number of rows. */
+    if (k > 1 && n > 1) return 0;  /* a matrix product: NumPy's gemm, not handled here */
+    const void *a = k == 1 ? rows : s->coef, *x = k == 1 ? s->coef : rows;
+    const int64_t m = k == 1 ? n : k;
+    const int row_major = k > 1 && s->coef_fortran;
+    const int order = row_major ? ROW_MAJOR : COL_MAJOR;
+    const int64_t lda = row_major ? k : d;
+    if (s->product_double) {
+        ((dgemv_fn)s->gemv)(order, TRANS, d, m, 1.0, a, lda, x, 1, 0.0, out, 1);
+    } else {
+        float result[256];
+        if (m > 256) return 0;
+        ((sgemv_fn)s->gemv)(order, TRANS, d, m, 1.0f, a, lda, x, 1, 0.0f, result, 1);
+        for (int64_t i = 0; i < m; i++) out[i] = (double)result[i];
+    }
+    return 1;
+}
+
+/* raw (n x n_outputs) and, for the links computed here, the transformed scores, each in
+ * the raw dtype. Returns -1 when done, 0 when the caller's full path must run the call. */
+int64_t woodstar_linear_predict(const linear_spec *s, const void *X, int64_t n, void *raw,
+                                void *transformed) {
+    const int64_t d = s->n_features, k = s->n_outputs;
+    double scratch[MAX_CELLS], sums[256];
+    if (n < 1 || n * d > MAX_CELLS || n * k > 256) return 0;
+    if (!prepare_rows(s, X, n, scratch)) return 0;
+    if (!product(s, scratch, n, sums)) return 0;
+    for (int64_t i = 0; i < n * k; i++) {
+        const double z = sums[i] + s->intercept[i % k];  /* exact in double, then rounded */
+        if (s->raw_double) ((double *)raw)[i] = z;
+        else ((float *)raw)[i] = (float)z;
+    }
+    if (s->link != LINK_SIGMOID_BINARY) return -1;
+    for (int64_t i = 0; i < n; i++) {  /* scipy's expit, then (1 - p, p) */
+        if (s->raw_double) {
+            const double z = ((const double *)raw)[i * k], p = 1.0 / (1.0 + exp(-z));
+            ((double *)transformed)[2 * i] = 1.0 - p;
+            ((double *)transformed)[2 * i + 1] = p;
+        } else {
+            const float z = ((const float *)raw)[i * k], p = 1.0f / (1.0f + expf(-z));
+            ((float *)transformed)[2 * i] = 1.0f - p;
+            ((float *)transformed)[2 * i + 1] = p;
+        }
+    }
+    return -1;
+}

@@ -38,6 +38,7 @@ class Options:
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET
     small_batch_rows: Optional[int] = None  # None: the measured default; 0: off
     cpu_route: Optional[str] = None  # None: the plan's choice (woodstar/plan.py)
+    onnx_runtime_threads: int = 1  # an ONNX-ML graph's answers: ONNX Runtime's at this count
     # Hummingbird's post_transform: None keeps the model's own; "raw": predict_proba
     # gives the raw scores; "LOGISTIC"/"SOFTMAX"/"TWEEDIE": must be the model's own.
     post_transform: Optional[str] = None
@@ -125,6 +126,9 @@ def parse_options(extra_config) -> Options:
     if cfg.get(C.SMALL_BATCH_ROWS) is not None:
         value = cfg[C.SMALL_BATCH_ROWS]
         fields["small_batch_rows"] = 0 if value == 0 else _positive_int(C.SMALL_BATCH_ROWS, value)
+    if cfg.get(C.ONNX_RUNTIME_THREADS) is not None:
+        fields["onnx_runtime_threads"] = _positive_int(C.ONNX_RUNTIME_THREADS,
+                                                       cfg[C.ONNX_RUNTIME_THREADS])
     if cfg.get(C.CPU_ROUTE) not in (None, "auto"):
         fields["cpu_route"] = _choice(C.CPU_ROUTE, cfg[C.CPU_ROUTE], _cpu_routes())
     return Options(**fields)

@@ -23,6 +23,7 @@ __all__ = [
     "MEMORY_BUDGET_BYTES",
     "SMALL_BATCH_ROWS",
     "CPU_ROUTE",
+    "ONNX_RUNTIME_THREADS",
     "REMAINDER_SIZE",
     "MAX_STRING_LENGTH",
     "N_FEATURES",
@@ -83,6 +84,14 @@ execution plan's choice), "program" (the Torch program), "numpy" (models without
 trees), or a tree runtime: "c-walk", "onnx-ml", "numpy-walk" (woodstar/plan.py). A
 route that cannot take the model is refused at convert time."""
 
+ONNX_RUNTIME_THREADS = "onnx_runtime_threads"
+"""Woodstar's own key, for ONNX-ML graphs: the intra-op thread count of the ONNX Runtime
+session whose answers the converted model gives (default 1). ONNX Runtime's tree
+ensembles split a call's trees over its threads (from 51 rows; one row of a classifier
+or multi-target regressor from 81 trees) and add the parts, which changes the last bit
+of a float32 sum: a session with its default thread count (the machine's cores) gives
+the answers of this key set to that count."""
+
 REMAINDER_SIZE = "remainder_size"
 """Hummingbird's size of the short last batch; ``convert_batch`` takes it as an
 argument. In ``convert``'s ``extra_config`` it has no effect (ignored, with a warning):
@@ -127,6 +136,7 @@ KNOWN_KEYS = (
     MEMORY_BUDGET_BYTES,
     SMALL_BATCH_ROWS,
     CPU_ROUTE,
+    ONNX_RUNTIME_THREADS,
     ONNX_INPUT_NAMES,
     ONNX_OUTPUT_NAMES,
     POST_TRANSFORM,

@@ -47,6 +47,8 @@ Runtime's (n, n_targets) matrix. The answers are ONNX Runtime's own, to the bit 
 kernels' arithmetic).
 """
 
+import dataclasses
+
 import numpy as np
 
 from ...exceptions import MissingConverter, unsupported_message
@@ -106,6 +108,7 @@ class _State:
         self.values = {}  # ONNX value name -> (role, payload)
         self.constants = {}  # ONNX value name -> array (initializers, Constant nodes)
         self.refuses_nan = False  # ONNX Runtime rejects a NaN input (Binarizer)
+        self.ort_threads = 1  # the intra-op threads of the session whose sums to repeat
         self.results = []
 
     def read(self, node, index, roles):
@@ -144,6 +147,7 @@ class _State:
 def _tree_ensemble(node, state):
     _, features = state.read(node, 0, ("features",))
     ensemble, scores, labels = tree_ensemble_ops(node, features.dtype.type, features.width)
+    scores = dataclasses.replace(scores, ort_threads=state.ort_threads)
     (per_tree, _) = state.add(ensemble, [features.value], node, ":trees")
     raw, transformed = state.add(scores, [per_tree], node)
     state.result(node, raw, transformed, labels, max(scores.n_targets, 2))
@@ -581,6 +585,7 @@ def from_onnx(model, options):
     state.schema = schema  # string inputs' vocabularies, grown as encoders ask
     state.ml_opset = {o.domain: o.version for o in model.opset_import}.get(ML, 1)
     state.graph, state.consumed = graph, set()  # a reader of several nodes marks them consumed
+    state.ort_threads = options.onnx_runtime_threads if options is not None else 1
     if single_float_input(inputs):  # read straight from woodstar's input, as before
         dtype = np.float32 if inputs[0].element == "float" else np.float64
         state.values[inputs[0].name] = ("features", _Features(INPUT, dtype, n_features))

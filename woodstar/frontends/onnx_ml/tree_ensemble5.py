@@ -28,6 +28,8 @@ arithmetic; its post-transforms would run in double and are not repeated, so onl
 ``extreme_tree_scores``); ``PROBIT`` is refused.
 """
 
+import dataclasses
+
 import numpy as np
 
 from ...ir.builder import EnsembleBuilder, bitset_words
@@ -266,6 +268,7 @@ def handle_tree_ensemble5(node, state):
         raw, transformed = state.add(ensemble, [features.value], node)
     else:
         (per_tree, _) = state.add(ensemble, [features.value], node, ":trees")
+        scores = dataclasses.replace(scores, ort_threads=state.ort_threads)
         raw, transformed = state.add(scores, [per_tree], node)
     state.result(node, raw, transformed, None, n_targets)
     # a classifier's graph reads these values on (Softmax, ArgMax): in the input's type

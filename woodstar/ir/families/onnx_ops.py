@@ -16,9 +16,10 @@ the float32 leaf weights, exactly); this op adds them up the way the kernel does
 
 * in the kernel's accumulator type: float32 for a float input, float64 for a double
   one (``accumulate``), tree after tree in the order the trees first appear in the
-  node lists, each leaf's weights in their attribute order; one thread's order (the
-  kernel splits the trees over threads only for more than 50 rows and adds the
-  partial sums, which a session with ``intra_op_num_threads=1`` never does);
+  node lists, each leaf's weights in their attribute order: one thread's order, or
+  the order of a session with ``ort_threads`` intra-op threads, whose kernel splits a
+  call's trees over them (from 51 rows; from 81 trees for one row of several outputs)
+  and adds the partial sums (``_tree_sums``);
 * "average" divides by the number of trees before the base values are added;
 * a target no leaf ever writes has no score: the kernel writes 0 for it whatever its
   base value (``has_score``, decided by the frontend per target, never per row);
@@ -217,15 +218,65 @@ def _write_scores(math, columns, post_transform):
     return list(columns)
 
 
+# ONNX Runtime's tree kernel splits a call's trees over its threads from this many rows
+# on (``parallel_N_`` + 1), and a one-row call's with several outputs from this many
+# trees on (``parallel_tree_`` + 1).
+ORT_SPLIT_FROM_ROWS, ORT_SPLIT_ONE_ROW_FROM_TREES = 51, 81
+
+
+def thread_parts(n_trees, n_threads):
+    """The trees each of ONNX Runtime's ``n_threads`` threads sums (its ``PartitionWork``:
+    contiguous runs, the first ``n_trees % parts`` one tree longer)."""
+    parts = min(n_threads, n_trees)
+    size, extra = divmod(n_trees, parts)
+    starts = [i * size + min(i, extra) for i in range(parts + 1)]
+    return [range(a, b) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _target_sums(op, per_tree, math, trees):
+    """Each target's sum of the leaves of ``trees``, in order, in the accumulator's dtype."""
+    scores = [math.zeros(per_tree, op.accumulate) for _ in range(op.n_targets)]
+    targets = op.column_target.tolist()
+    for t in trees:
+        for j in range(t * op.width, (t + 1) * op.width):
+            if targets[j] >= 0:
+                scores[targets[j]] = scores[targets[j]] + math.column(per_tree, j)
+    return scores
+
+
+def _tree_sums(op, per_tree, math):
+    """The trees' sums per target as ONNX Runtime's kernel adds them in a session of
+    ``op.ort_threads`` intra-op threads: tree after tree on one thread; with more, for a
+    call of more than 50 rows (or, with several outputs, one row and more than 80
+    trees), each thread's run of trees summed alone and the parts added in thread
+    order, which changes the last bit. The call's row count decides, per call."""
+    sequential = _target_sums(op, per_tree, math, range(op.n_trees))
+    threads, n_trees, several = op.ort_threads, op.n_trees, op.n_targets > 1
+    # the kernel's conditions: more trees than threads (as many, with several outputs)
+    split_many = threads > 1 and (n_trees >= threads if several else n_trees > threads)
+    split_one = threads > 1 and several and n_trees >= ORT_SPLIT_ONE_ROW_FROM_TREES
+    if not (split_many or split_one):
+        return sequential
+    parts = [_target_sums(op, per_tree, math, trees) for trees in thread_parts(n_trees, threads)]
+    split = parts[0]
+    for part in parts[1:]:
+        split = [a + b for a, b in zip(split, part)]
+    sums = sequential
+    if split_many:
+        many = math.rows_at_least(per_tree, ORT_SPLIT_FROM_ROWS)
+        sums = [math.where(many, a, b) for a, b in zip(split, sums)]
+    if split_one:
+        several_rows = math.rows_at_least(per_tree, 2)
+        sums = [math.where(several_rows, a, b) for a, b in zip(sums, split)]
+    return sums
+
+
 def tree_scores(op, per_tree, math=NumpyMath):
     """(raw, transformed) of ``op`` for the per-tree leaf columns ``per_tree``."""
     acc = op.accumulate
     per_tree = math.cast(per_tree, acc)
     K = op.n_targets
-    scores = [math.zeros(per_tree, acc) for _ in range(K)]
-    for j, k in enumerate(op.column_target.tolist()):
-        if k >= 0:
-            scores[k] = scores[k] + math.column(per_tree, j)
+    scores = _tree_sums(op, per_tree, math)
     # constants as columns in the accumulator's dtype (never a NumPy scalar beside a
     # tensor, whose promotion rules differ)
     base = [math.full(per_tree, b, acc) for b in op.base_values.tolist()]
@@ -336,6 +387,7 @@ class OnnxTreeScores(Op):
     post_transform: str = "NONE"
     binary_case: bool = False
     weights_all_positive: bool = True
+    ort_threads: int = 1  # the ONNX Runtime session's intra-op threads (``_tree_sums``)
 
     def __post_init__(self):
         for name, dtype in _ARRAYS.items():
@@ -360,6 +412,8 @@ class OnnxTreeScores(Op):
         self.expect(self.role in ROLES, f"role {self.role!r} not in {ROLES}")
         self.expect(self.accumulate in ("float32", "float64"),
                     f"accumulate {self.accumulate!r} is not float32 or float64")
+        self.expect(isinstance(self.ort_threads, int) and self.ort_threads >= 1,
+                    f"ort_threads {self.ort_threads!r} is not a positive int")
         self.expect(self.aggregation in TREE_AGGREGATIONS,
                     f"aggregation {self.aggregation!r} not in {TREE_AGGREGATIONS}")
         self.expect(self.post_transform in POST_TRANSFORMS,
@@ -397,7 +451,7 @@ class OnnxTreeScores(Op):
     def to_saved(self):
         meta = {name: getattr(self, name) for name in (
             "n_trees", "width", "n_targets", "role", "accumulate", "aggregation",
-            "post_transform", "binary_case", "weights_all_positive")}
+            "post_transform", "binary_case", "weights_all_positive", "ort_threads")}
         return meta, {name: getattr(self, name) for name in _ARRAYS}
 
     @classmethod

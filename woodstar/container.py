@@ -336,7 +336,10 @@ class _Classifier:
         raw, transformed = self._run(X)
         head = self.ir.head
         index = _block(transformed, head, "label_index")
-        if index is not None:
+        if index is not None and head.is_multi_output_classifier:  # one column per output
+            labels = np.stack([c.take(index[:, j].astype(np.int64))
+                               for j, c in enumerate(head.classes)], axis=1)
+        elif index is not None:
             labels = head.classes[0].take(index[:, 0].astype(np.int64))
         else:
             labels = self._labels(raw, _block(transformed, head, "proba", transformed))

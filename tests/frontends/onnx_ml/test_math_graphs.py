@@ -116,15 +116,6 @@ def test_gaussian_nb_odd_widths_keep_the_call_whole(rng):
     np.testing.assert_array_equal(container.predict_proba(rows), expected[1])
 
 
-def test_glm_matmul_by_a_vector_is_refused(rng):
-    from sklearn.linear_model import PoissonRegressor
-
-    X, y = _fit_rows(rng, 4)
-    graph = _graph(PoissonRegressor().fit(X, y + 1.0), X)
-    with pytest.raises(MissingConverter, match="MatMul"):
-        woodstar.convert(graph, "torch")
-
-
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_quadratic_discriminant_analysis(rng, n_classes):
     """Pow by -0.5 and Log of constants (folded with powf and Eigen's logarithm), the
@@ -139,11 +130,6 @@ def test_quadratic_discriminant_analysis(rng, n_classes):
     _check(graph, rows, labels_row=True)
 
 
-def test_reduce_max_over_four_columns_is_refused():
-    with pytest.raises(MissingConverter, match="ReduceMax"):
-        woodstar.convert(_single_node_graph("ReduceMax", shape=(None, 4), axes=[1]), "torch")
-
-
 def _single_node_graph(op_type, shape=(None, 6), **attrs):
     from onnx import TensorProto, helper
 
@@ -152,11 +138,6 @@ def _single_node_graph(op_type, shape=(None, 6), **attrs):
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def test_log_of_a_computed_block_is_refused():
-    with pytest.raises(MissingConverter, match="Log"):
-        woodstar.convert(_single_node_graph("Log"), "torch")
 
 
 @pytest.mark.parametrize("op_type,attrs", [("Exp", {}), ("Sqrt", {}),
@@ -185,17 +166,6 @@ def test_kbins_discretizer(rng, encode, strategy):
     rows = edge_rows(rng, 60, 4)
     rows[:8] = np.repeat(np.quantile(X, 0.5, axis=0)[None, :], 8, axis=0)  # on an edge
     _check(graph, rows)
-
-
-def test_power_transformer_is_refused(rng):
-    """Less against a computed operand, then Log and Pow of computed blocks (glibc's
-    powf and Eigen's position-dependent logarithm): refused by name."""
-    from sklearn.preprocessing import PowerTransformer
-
-    X, _ = _fit_rows(rng, 4)
-    graph = _graph(PowerTransformer().fit(X), X)
-    with pytest.raises(MissingConverter, match="Less"):
-        woodstar.convert(graph, "torch")
 
 
 def test_argmin_alone_is_refused():

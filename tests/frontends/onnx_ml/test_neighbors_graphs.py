@@ -122,14 +122,52 @@ def test_other_distance_bodies_are_refused(rng):
         woodstar.convert(_graph(model, X), "torch")
 
 
-@pytest.mark.parametrize("exporter", ["onnx", "tvm"])
-def test_exporting_backends_are_refused(rng, exporter):
+@pytest.mark.parametrize("kind, k, weights, metric", [
+    ("classifier", 5, "uniform", "euclidean"), ("classifier", 4, "distance", "manhattan"),
+    ("regressor", 3, "uniform", "manhattan"), ("regressor", 6, "distance", "euclidean")])
+def test_onnx_backend(rng, kind, k, weights, metric):
+    """The exported program holds the graph's own TopK, so ONNX Runtime picks the same
+    neighbours among equal distances (integer-valued rows) and NaN ones: labels,
+    probabilities and values to the bit on 1 row, a few rows and 1 003 rows."""
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+    from ._graphs import session
+
+    X = _data(rng, 90)
+    if kind == "classifier":
+        model = KNeighborsClassifier(k, weights=weights, metric=metric)
+        model.fit(X, rng.integers(0, 3, size=len(X)))
+    else:
+        model = KNeighborsRegressor(k, weights=weights, metric=metric)
+        model.fit(X, (X[:, 0] * 10 + rng.normal(size=len(X)) * 100).astype(np.float32))
+    graph = _graph(model, X)
+    rows = _rows(rng, 1003)
+    rows[500:] = np.round(rows[500:])  # integer-valued: ties among the distances
+    difference = np.abs(rows[500:, None, :] - X[None])
+    power = 1 if metric == "manhattan" else 2
+    kth = np.sort((difference ** power).sum(axis=2), axis=1)[:, k - 1:k + 1]
+    assert (kth[:, 0] == kth[:, 1]).sum() > 50  # the k-th neighbour is chosen among ties
+    container = woodstar.convert(graph, "onnx")
+    for call in (rows, rows[:1], rows[1:8], rows[700:701]):
+        expected = session(graph).run(None, {"X": call})
+        got = container.predict(call)
+        np.testing.assert_array_equal(got, expected[0].reshape(got.shape), err_msg=len(call))
+        if kind == "classifier":
+            np.testing.assert_array_equal(container.predict_proba(call), expected[1],
+                                          err_msg=len(call))
+
+
+def test_tvm_is_refused(rng):
     from sklearn.neighbors import KNeighborsRegressor
 
+    from woodstar.backends import all_backends
+
+    if not all_backends()["tvm"].is_available()[0]:
+        pytest.skip("tvm is not installed")
     X = _data(rng, 30, 3)
     graph = _graph(KNeighborsRegressor(3).fit(X, X[:, 0]), X)
-    with pytest.raises(MissingConverter, match="k-nearest-neighbours.*stable sort"):
-        woodstar.convert(graph, exporter)
+    with pytest.raises(MissingConverter, match="k-nearest-neighbours.*tvm.*NaN"):
+        woodstar.convert(graph, "tvm")
 
 
 @pytest.mark.parametrize("route", [None, {"cpu_route": "program"}])

@@ -210,10 +210,9 @@ def test_probabilities_of_the_wrong_length_are_refused(rng):
 
 
 def test_refusals(rng):
-    from sklearn.svm import SVR, OneClassSVM
+    from sklearn.svm import SVR
 
     X, y = _data(rng)
-    _refused(_graph(OneClassSVM().fit(X), X), "Sign")
     _refused(_graph(SVR(kernel="poly", degree=4).fit(X, y), X), "degree")
     graph = _graph(SVR().fit(X, y), X)
     from onnx import helper

@@ -106,14 +106,23 @@ def test_each_operator(rng, name):
         np.testing.assert_array_equal(container.predict(X), expected)
 
 
-def test_comparison_with_a_computed_operand_is_refused():
+@pytest.mark.parametrize("op_type", ["Less", "Greater"])
+def test_comparison_with_a_computed_operand(rng, op_type):
+    """x < y of two computed blocks is (x - y) < 0 (``power.py``): NaN, infinities,
+    signed zeros, subnormals and overflowing differences compare as ONNX Runtime's."""
     from onnx import TensorProto, helper
 
     node = helper.make_node
-    model = _plain_graph([node("Neg", ["X"], ["n"]), node("Less", ["X", "n"], ["b"]),
+    model = _plain_graph([node("Neg", ["X"], ["n"]), node("Abs", ["X"], ["a"]),
+                          node(op_type, ["n", "a"], ["b"]),
                           node("Cast", ["b"], ["Y"], to=TensorProto.FLOAT)], 3, 3)
-    with pytest.raises(MissingConverter, match="Less.*float constant"):
-        woodstar.convert(model, "torch")
+    X = _rows(rng, 400, 3)
+    X[:40] = rng.choice(np.array([0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, np.inf, -np.inf, np.nan],
+                                 np.float32), size=(40, 3))
+    expected = session(model).run(None, {"X": X})[0]
+    for backend, extra in (("torch", None), ("torch", {"cpu_route": "program"}), ("torch.jit", None)):
+        container = woodstar.convert(model, backend, extra_config=extra)
+        np.testing.assert_array_equal(container.predict(X), expected)
 
 
 def test_blocks_that_do_not_broadcast_are_refused():

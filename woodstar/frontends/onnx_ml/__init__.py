@@ -33,11 +33,25 @@ KBinsDiscretizer graphs (Exp, Sqrt, Log and Pow of constants, the reductions, Ar
 Gemm over a computed bias, broadcasting over (n, a, b) tensors) are ``math_ops.py``'s.
 
 skl2onnx's graphs of KNeighborsClassifier/Regressor (a ``Scan`` of pairwise distances
-and what follows it, read as one op: ``scan.py``, ``neighbors.py``), KernelPCA
-(``kernel_pca.py``), PolynomialFeatures (``shapes.py``), BaggingClassifier
-(``meta.py``), CalibratedClassifierCV (``calibration.py``) and AdaBoostClassifier
-(``adaboost.py``) are read too; nodes a multi-node reader matched are marked in
-``state.consumed`` and skipped here.
+and what follows it, read as one op: ``scan.py``, ``neighbors.py``, RadiusNeighbors
+graphs too), LocalOutlierFactor(novelty=True) (the same
+Scan: ``outlier_factor.py``), KernelPCA
+(``kernel_pca.py``), PolynomialFeatures (``shapes.py``), PowerTransformer (Log and Pow
+of computed blocks, Less of two: ``power.py``), GaussianProcessRegressor (shape
+arithmetic on constants folded, the RBF kernel's distance Scan as a block:
+``gaussian_process.py``), BaggingClassifier and
+StackingClassifier (``meta.py``), CalibratedClassifierCV (``calibration.py``),
+AdaBoostClassifier (``adaboost.py``), OneVsRestClassifier and OneVsOneClassifier
+without ZipMap (``multiclass.py``),
+MultiOutputRegressor and MultiOutputClassifier (``multioutput.py``: ``predict`` gives
+the (n, n_outputs) label matrix, ``predict_proba`` a list of per-output matrices, as
+scikit-learn does, where ONNX Runtime returns a sequence), PoissonRegressor,
+GammaRegressor and TweedieRegressor (MatMul by a constant vector: ``glm.py``),
+OneClassSVM (``Sign`` and its Cast to int64 as labels, ``decision_function`` the
+scores: ``sign.py``), VotingRegressor (``Flatten``: ``flatten.py``) and
+GaussianMixture/BayesianGaussianMixture (Gemm with beta 0, the ArgMax labels beside
+the probabilities: ``mixture.py``) are read too; nodes a multi-node reader matched
+are marked in ``state.consumed`` and skipped here.
 
 A classifier's container gives ``predict`` (the graph's labels) and
 ``predict_proba``: the plain probability matrix, also where the graph ends in ZipMap
@@ -68,12 +82,23 @@ from .linear import linear_op
 from .math_ops import (casting_labels, concatenating_rows, gemm_reading_a_bias, handle_argmin,
                        handle_exp, handle_log, handle_pow, handle_reduce, handle_reduce_max,
                        handle_sqrt, handle_transpose, reading_argmax, reduce_sum_folding,
-                       refusing_vector_products, reshape_to_inner)
-from .meta import handle_reduce_mean, stacking
+                       reading_vector_products, reshape_to_inner)
+from .meta import handle_reduce_mean, relabel_scored_results, stacking
+from .multiclass import (casting_label_columns, concatenating_row_count, gathering_row_count,
+                         handle_lp_normalization, handle_slice, reshaping_to_rows)
+from .multioutput import (MULTI_OUTPUT_ROLES, concatenating_labels, handle_sequence_construct,
+                          multi_output_head, reshaping_outputs)
+from .gaussian_process import (folding_constant_shapes, keeping_row_blocks,
+                               reading_kernel_distances, row_and_width_shapes)
+from .power import (comparison_negations, computed_comparisons, computed_logs,
+                    computed_powers)
 from .plain_ops import (handle_binary, handle_compare, handle_softmax, handle_sum, handle_unary,
                         handle_where, labels_beside_features, reading_blocks)
 from .scan import handle_scan
 from .shapes import handle_constant_of_shape, handle_reduce_prod, handle_shape
+from .flatten import handle_flatten
+from .mixture import argmax_beside_probabilities
+from .sign import casting_signs, handle_sign
 from .svm import svm_op
 from .tensors import HANDLER_PAIRS, handle_gather, table_index, typed
 from .trees import tree_ensemble_ops
@@ -313,6 +338,7 @@ def _labels_by_argmax(node, state, features):
     for name, (role, payload) in list(state.values.items()):
         if payload is features and role in ("features", "zipmap"):
             state.values[name] = ("probabilities" if role == "features" else role, result)
+    relabel_scored_results(state, features, result)
 
 
 def _constant(node, state):
@@ -496,48 +522,56 @@ HANDLERS = {
     (ML, "FeatureVectorizer"): _concat,
     (ML, "ArrayFeatureExtractor"): typed(reading_blocks(_array_feature_extractor),
                                          HANDLER_PAIRS["ArrayFeatureExtractor"]),
-    ("", "Concat"): stacking(typed(concatenating_rows(reading_blocks(_concat)), HANDLER_PAIRS["Concat"])),
+    ("", "Concat"): folding_constant_shapes(row_and_width_shapes(concatenating_row_count(concatenating_labels(
+        stacking(typed(concatenating_rows(reading_blocks(_concat)), HANDLER_PAIRS["Concat"])))))),
     ("", "Identity"): typed(_identity, HANDLER_PAIRS["Identity"]),
-    ("", "MatMul"): refusing_vector_products(_matmul),
+    ("", "MatMul"): reading_vector_products(_matmul),
     ("", "Gemm"): gemm_reading_a_bias(_matmul),
     ("", "Relu"): _relu,
     ("", "Sigmoid"): reading_blocks(_sigmoid),
     ("", "Softmax"): handle_softmax,
     ("", "Neg"): handle_unary,
     ("", "Abs"): handle_unary,
-    ("", "Less"): handle_compare,
-    ("", "Greater"): handle_compare,
+    ("", "Less"): computed_comparisons(handle_compare),
+    ("", "Greater"): computed_comparisons(handle_compare),
     ("", "Where"): constant_branches(reading_blocks(handle_where)),
     ("", "Sum"): handle_sum,
-    ("", "Reshape"): stacking(typed(reshape_to_inner(_reshape), HANDLER_PAIRS["Reshape"])),
+    ("", "Reshape"): reshaping_to_rows(reshaping_outputs(stacking(typed(
+        reshape_to_inner(_reshape), HANDLER_PAIRS["Reshape"])))),
     ("", "Constant"): _constant,
     ("", "Add"): handle_binary,
     ("", "Sub"): handle_binary,
     ("", "Mul"): handle_binary,
     ("", "Div"): constant_divisions(handle_binary),
-    ("", "Cast"): integer_casts(truth_casts(typed(casting_labels(_cast), HANDLER_PAIRS["Cast"]))),
+    ("", "Cast"): casting_label_columns(casting_signs(integer_casts(truth_casts(typed(
+        casting_labels(_cast), HANDLER_PAIRS["Cast"]))))),
+    ("", "Sign"): handle_sign,
+    ("", "Flatten"): handle_flatten,
     ("", "ArgMax"): reading_blocks(_argmax),
     (ML, "OneHotEncoder"): reading_argmax(handle_one_hot_encoder),
     (ML, "LabelEncoder"): handle_label_encoder,
-    ("", "Gather"): handle_gather,
+    ("", "Gather"): folding_constant_shapes(keeping_row_blocks(gathering_row_count(handle_gather))),
     ("", "Sqrt"): handle_sqrt,
-    ("", "Log"): handle_log,
-    ("", "Pow"): handle_pow,
+    ("", "Log"): computed_logs(handle_log),
+    ("", "Pow"): computed_powers(handle_pow),
     ("", "ReduceSumSquare"): handle_reduce,
     ("", "ReduceLogSumExp"): handle_reduce,
     ("", "ArgMin"): handle_argmin,
     ("", "ReduceMax"): handle_reduce_max,
     ("", "Transpose"): transposing_constants(handle_transpose),
-    ("", "Scan"): handle_scan,
-    ("", "Shape"): reading_blocks(handle_shape),
-    ("", "ConstantOfShape"): handle_constant_of_shape,
+    ("", "Scan"): reading_kernel_distances(handle_scan),
+    ("", "Shape"): folding_constant_shapes(reading_blocks(handle_shape)),
+    ("", "ConstantOfShape"): folding_constant_shapes(handle_constant_of_shape),
     ("", "ReduceProd"): handle_reduce_prod,
     ("", "ReduceMean"): handle_reduce_mean,
     ("", "Exp"): handle_exp,
     ("", "ReduceSum"): reduce_sum_folding(handle_reduce_sum),
-    ("", "Not"): handle_not,
+    ("", "Not"): comparison_negations(handle_not),
     ("", "Tanh"): handle_tanh,
     ("", "Equal"): handle_equal,
+    ("", "Slice"): handle_slice,
+    ("", "LpNormalization"): handle_lp_normalization,
+    ("", "SequenceConstruct"): handle_sequence_construct,
 }
 
 
@@ -560,18 +594,27 @@ def _versions():
 def _head(result, n_features, allows_nan):
     estimator = f"onnx.ModelProto({result.node.op_type})"
     common = dict(estimator=estimator, n_features=n_features, allows_nan=allows_nan,
-                  library_versions=_versions())
+                  library_versions=_versions(),
+                  nan_scores_error=getattr(result, "nan_scores_error", ""))
     if result.labels is None:
         return Head(task="regression", methods=("predict",), squeeze_output=False, **common)
     width = result.proba_width
     if getattr(result, "decided_by_argmax", False):
         return Head(task="classification", methods=("predict", "predict_proba"),
                     classes=(result.labels,), decision_rule="argmax", **common)
-    second = getattr(result, "second_method", "predict_proba")  # KMeans: transform
-    return Head(task="classification", methods=("predict", second),
+    if getattr(result, "head_layout", None):  # LocalOutlierFactor (``outlier_factor.py``)
+        methods, blocks = result.head_layout
+        return Head(task="classification", methods=methods, classes=(result.labels,),
+                    labels_as_column=True, blocks=blocks, **common)
+    # KMeans: transform; OneClassSVM: decision_function (``sign.py``)
+    second = getattr(result, "second_method", "predict_proba")
+    block = {"predict_proba": "proba", "decision_function": "decision"}.get(second, second)
+    extra = getattr(result, "extra_blocks", ())  # GaussianMixture: score_samples
+    return Head(task="classification", methods=("predict", second) + tuple(e[0] for e in extra),
                 classes=(result.labels,),
-                blocks=(("proba" if second == "predict_proba" else second, 0, width),
-                        ("label_index", width, width + 1)), **common)
+                labels_as_column=getattr(result, "labels_as_column", False),
+                blocks=((block, 0, width), ("label_index", width, width + 1)) + tuple(extra),
+                **common)
 
 
 @register_frontend("onnx", "ModelProto")
@@ -610,13 +653,20 @@ def from_onnx(model, options):
             raise MissingConverter(unsupported_message(
                 "the ONNX graph", "output", out.name, "outputs written by supported nodes"))
         outputs.append(state.values[out.name])
-    outputs = labels_beside_features(state, outputs)
+    outputs = labels_beside_features(state, argmax_beside_probabilities(state, outputs))
 
     def model_ir(head, raw, transformed):
         head = head.replace(feature_names=feature_names(inputs), input_blocks=input_blocks(inputs))
         return ModelIR(head=head, graph=builder.build(raw, transformed),
                        schema=schema.build()).validate()
 
+    if any(role in MULTI_OUTPUT_ROLES for role, _ in outputs):
+        # a multi-output classifier: a label matrix and a list of probability matrices
+        head, transformed = multi_output_head(
+            state, outputs, [o.name for o in graph.output],
+            estimator=f"onnx.ModelProto({graph.node[-1].op_type})", n_features=n_features,
+            allows_nan=not state.refuses_nan, library_versions=_versions())
+        return model_ir(head, transformed, transformed)
     if any(role == "tensor" for role, _ in outputs):
         if len(outputs) != 1:
             raise MissingConverter(unsupported_message(

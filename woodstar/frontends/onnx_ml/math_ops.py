@@ -23,11 +23,12 @@ from ...ir.families.onnx_ops import mlas_exp
 from ...ir.families.onnx_neighbors import eigen_sse_sum
 from ...ir.families.onnx_math import eigen_log, OnnxGemm, OnnxMath, OnnxReduce, ReduceNumpyMath
 from ._attributes import attributes, refuse
+from .glm import handle_vector_product
 from .plain_ops import features_class, inner_shape, reading_block, with_inputs_as_features
 
 __all__ = ["handle_exp", "reduce_sum_folding", "handle_sqrt", "handle_log", "handle_pow", "handle_reduce",
            "handle_argmin", "gemm_reading_a_bias", "reshape_to_inner", "casting_labels",
-           "reading_argmax", "refusing_vector_products", "concatenating_rows",
+           "reading_argmax", "reading_vector_products", "concatenating_rows",
            "handle_transpose", "handle_reduce_max",
            "fold_constant_unary"]
 
@@ -246,17 +247,19 @@ def handle_argmin(node, state):
 
 def gemm_reading_a_bias(gemm_handler):
     """Gemm by a constant matrix whose bias C is computed (KMeans: each row's squared
-    norm) or whose alpha is not 1: MLAS's packed SGEMM over C (``onnx_gemm``); any other
-    Gemm goes to ``gemm_handler``."""
+    norm) or whose alpha is not 1: MLAS's packed SGEMM over C (``onnx_gemm``); with beta
+    0 (GaussianMixture), without C. Any other Gemm goes to ``gemm_handler``."""
     def handle(node, state):
         a = attributes(node)
         alpha = float(a.get("alpha", 1.0))
         bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
-        if (bias is None or bias in state.constants) and alpha == 1.0:
+        if float(a.get("beta", 1.0)) == 0.0:  # C is not read (GaussianMixture's graphs)
+            bias = None
+        elif (bias is None or bias in state.constants) and alpha == 1.0:
             return gemm_handler(node, state)
-        if a.get("transA", 0) or float(a.get("beta", 1.0)) != 1.0:
+        if a.get("transA", 0) or float(a.get("beta", 1.0)) not in (0.0, 1.0):
             refuse(node, "attributes (transA, beta)", (a.get("transA", 0), a.get("beta", 1.0)),
-                   "(0, 1.0)")
+                   "(0, 1.0) or (0, 0.0)")
         weights = _constant_input(state, node, 1)
         if weights is None or weights.ndim != 2 or weights.dtype != np.float32:
             refuse(node, "a second input that is not a constant float matrix", node.input[1],
@@ -266,6 +269,12 @@ def gemm_reading_a_bias(gemm_handler):
         if weights.shape[1] != features.width:
             refuse(node, f"a matrix of shape {weights.shape} for", features.width,
                    "as many columns as features")
+        if bias is None and float(a.get("beta", 1.0)) == 0.0:
+            op = OnnxGemm(weights=weights, alpha=alpha, bias_width=0)
+            (value,) = state.add(op, [features.value], node)
+            state.values[node.output[0]] = ("features", features_class()(value, np.float32,
+                                                                         weights.shape[0]))
+            return
         if bias is None or bias in state.constants:
             refuse(node, "alpha", alpha, "1.0 with a constant bias (a computed bias takes any)")
         c = reading_block(state, node, 2)
@@ -355,18 +364,14 @@ def casting_labels(cast_handler):
     return handle
 
 
-def refusing_vector_products(matmul_handler):
-    """MatMul by a constant vector (skl2onnx's Poisson, Gamma and Tweedie regressors) is
-    refused: ONNX Runtime swaps the operands and multiplies through MLAS's one-row
-    kernels, whose summation order woodstar does not mirror (measured: it matches
-    neither the packed SGEMM order nor the one-row kernel's lanes). Other MatMuls go to
-    ``matmul_handler``."""
+def reading_vector_products(matmul_handler):
+    """MatMul by a constant vector (skl2onnx's Poisson, Gamma and Tweedie regressors):
+    ``glm.handle_vector_product``, in the order ONNX Runtime's kernel sums each row.
+    Other MatMuls go to ``matmul_handler``."""
     def handle(node, state):
         weights = _constant_input(state, node, 1)
         if weights is not None and weights.ndim == 1:
-            refuse(node, "a constant vector of shape", weights.shape,
-                   "a constant matrix (ONNX Runtime multiplies by a vector with MLAS's "
-                   "one-row kernels, whose summation order woodstar does not mirror)")
+            return handle_vector_product(node, state)
         return matmul_handler(node, state)
 
     handle.__doc__ = matmul_handler.__doc__
@@ -412,18 +417,14 @@ def handle_transpose(node, state):
 
 
 def handle_reduce_max(node, state):
-    """ReduceMax over each row of an (n, k) block, k at most 3: ONNX Runtime's scalar
-    loop, ``std::max`` after ``std::max`` (a NaN already kept stays, a NaN met is
-    skipped). From 4 columns Eigen's vectorized maximum takes over, whose choice among
-    NaN, +0 and -0 depends on the row's alignment: not mirrored, refused."""
+    """ReduceMax over each row of an (n, k) block: ``std::max`` after ``std::max`` (a
+    NaN already kept stays, a NaN met is skipped), from 4 columns in the order of
+    Eigen's vectorized maximum, which depends on the row's place in the call
+    (``onnx_reduce``'s ``max``)."""
     axes = _axes(node, state)
     keepdims = int(attributes(node).get("keepdims", 1))
     block = reading_block(state, node, 0)
     if axes is None or axes[0] % 2 != 1 or len(axes) != 1 or len(inner_shape(block)) != 1:
         refuse(node, "axes", axes, "[1] or [-1] of an (n, columns) block")
-    if block.width > 3:
-        refuse(node, "a maximum over columns numbering", block.width,
-               "up to 3 (beyond, Eigen's vectorized maximum orders NaN and signed zeros by "
-               "the row's alignment, which woodstar does not mirror)")
     op = OnnxReduce(function="max", groups=1, size=block.width)
     _write(state, node, op, block, 1, (1,) if keepdims else (), one_dimensional=not keepdims)

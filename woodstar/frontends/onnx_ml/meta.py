@@ -11,7 +11,7 @@ from ...ir.families.onnx_math import OnnxStackMean
 from ._attributes import attributes, reduce_axes, refuse
 from .plain_ops import _block
 
-__all__ = ["stacking", "handle_reduce_mean"]
+__all__ = ["stacking", "handle_reduce_mean", "relabel_scored_results"]
 
 # ONNX Runtime sums the stacked blocks with MLAS's SGEMM by a row of ones; measured
 # term after term (the order ``onnx_stack_mean`` repeats) up to this many blocks
@@ -82,3 +82,14 @@ def handle_reduce_mean(node, state):
     op = OnnxStackMean(width=width, count=len(blocks))
     (value,) = state.add(op, [b.value for b in blocks], node)
     state.values[node.output[0]] = ("features", _features_class()(value, np.float32, width))
+
+
+def relabel_scored_results(state, scores, result):
+    """A model's probabilities that an ``ArgMax`` lookup labels (``result``, over their
+    score block ``scores``): a StackingClassifier's final estimator, whose graph takes
+    its labels from the normalised probabilities rather than from the model node. The
+    probabilities become ``result``'s, so one result lies behind the graph's outputs."""
+    blocks = state.__dict__.get("_score_blocks", {})
+    for name, (role, payload) in list(state.values.items()):
+        if role == "probabilities" and blocks.get(id(payload)) is scores:
+            state.values[name] = ("probabilities", result)

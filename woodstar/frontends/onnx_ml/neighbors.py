@@ -13,6 +13,14 @@
   weights and ``ReduceSum``, divided by the weights' ``ReduceSum`` (through ``Shape``
   and ``Reshape``), ``Reshape`` to (n, 1).
 
+RadiusNeighborsClassifier/Regressor: ``Less`` than the radius, the column index from
+``ConstantOfShape`` of -1, ``CumSum``, ``Neg`` and ``Add``, ``Where`` (the index, or -1
+beyond the radius; the distance, or 0) and the same lookup, vote or mean, each product
+by the ``Cast`` indicator. ONNX Runtime rejects a call whose rows have a training row
+beyond the radius (the index -1); a call it answers has every training row as a
+neighbour, in index order. The op's last column marks the rows it rejects (NaN), read
+as the raw scores so the container raises on such a call (``Head.nan_scores_error``).
+
 Each node after the Scan that reads what it computes is matched to one of those
 steps (any other is refused by name), and the matched nodes are marked consumed so
 the package's reader skips them. The arithmetic is ONNX Runtime's
@@ -54,6 +62,7 @@ class _Tail:
         self.symbols = {scan.output[1]: ("scan",)}
         self.metric = metric
         self.k = self.targets = self.classes = None
+        self.radius = 0.0  # a radius-neighbours graph's radius
         self.weights = None  # (scale, floor)
         self.scores = {}  # score value name -> class code
         self.codes = None  # the class codes in the Concat's order
@@ -100,6 +109,60 @@ def _sqrt(t, node):
         refuse(node, "a square root of", t.metric, "squared euclidean distances")
     t.metric = "euclidean"
     t.write(node, ("distances", True))
+
+
+def _less(t, node):
+    # skl2onnx's RadiusNeighborsClassifier/Regressor graph: Less than the radius, then
+    # Where(within, column index, -1) as the indices of the targets' lookup
+    t.expect(node, 0, ("distances",))
+    t.radius = float(t.scalar(node, 1, np.float32))
+    if not t.radius > 0:
+        refuse(node, "a radius", t.radius, "a positive float")
+    t.k = int(t.state.constants[t.scan.input[1]].shape[0])
+    t.write(node, ("within",))
+
+
+def _constant_of_shape(t, node):
+    from onnx import numpy_helper
+
+    t.expect(node, 0, ("dist_shape",))
+    value = [a for a in node.attribute if a.name == "value"]
+    fill = numpy_helper.to_array(value[0].t) if value else np.zeros(1, np.float32)
+    if fill.size != 1 or float(fill.reshape(-1)[0]) not in (-1.0, 0.0):
+        refuse(node, "a fill value", fill.tolist(), "-1 (the indices) or 0 (the distances)")
+    t.write(node, ("fill", float(fill.reshape(-1)[0])))
+
+
+def _cumsum(t, node):
+    t.expect(node, 0, ("minus_ones",))
+    a = _attrs(node)
+    if int(t.scalar(node, 1, np.int64)) not in (1, -1) or a.get("exclusive", 0) or \
+            a.get("reverse", 0):
+        refuse(node, "a CumSum other than over each row", a, "axis 1, not exclusive or reversed")
+    t.write(node, ("cumsum",))
+
+
+def _neg(t, node):
+    t.expect(node, 0, ("cumsum",))
+    t.write(node, ("neg_cumsum",))
+
+
+def _add(t, node):
+    if (t.tag(node, 0), t.tag(node, 1)) != ("neg_cumsum", "minus_ones"):
+        refuse(node, "inputs holding", (t.tag(node, 0), t.tag(node, 1)),
+               "(-CumSum(-1), -1): the column index")
+    t.write(node, ("arange",))
+
+
+def _where(t, node):
+    tags = tuple(t.tag(node, i) for i in range(3))
+    if tags == ("within", "arange", "minus_ones"):
+        t.write(node, ("indices",))
+    elif tags == ("within", "distances", "zeros"):
+        t.write(node, ("values",))
+    else:
+        refuse(node, "inputs holding", tags,
+               "(within, column index, -1) or (within, distances, 0)")
 
 
 def _topk(t, node):
@@ -159,7 +222,13 @@ def _reshape(t, node):
 def _cast(t, node):
     tag = t.tag(node, 0)
     to = _attrs(node).get("to")
-    if tag == "hit" and to == _FLOAT:
+    if tag == "within" and to == _FLOAT:
+        t.write(node, ("bin",))
+    elif tag == "fill" and t.symbols[node.input[0]][1] == -1.0 and to == _INT64:
+        t.write(node, ("minus_ones",))
+    elif tag == "fill" and t.symbols[node.input[0]][1] == 0.0 and to == _FLOAT:
+        t.write(node, ("zeros",))
+    elif tag == "hit" and to == _FLOAT:
         t.write(node, ("hit_float", t.symbols[node.input[0]][1]))
     elif tag == "neighbors" and to == _FLOAT:
         t.write(node, ("targets_float",))
@@ -181,6 +250,16 @@ def _mul(t, node):
     if tags == ("values", None):
         t.write(node, ("scaled", t.scalar(node, 1, np.float32)))
         return
+    if "bin" in tags:  # a radius graph's 1 for a training row within the radius
+        # (a row ONNX Runtime answers has only those: the product is the other factor)
+        other = t.symbols[node.input[1 - tags.index("bin")]]
+        if other[0] == "targets_float":
+            other = ("weighted_targets",)
+        elif other[0] not in ("weights", "hit_float"):
+            refuse(node, "the radius indicator times", other[0],
+                   ["weights", "class hits", "targets"])
+        t.write(node, other)
+        return
     if "weights" not in tags:
         refuse(node, "inputs holding", tags, "the TopK distances and a constant, or weights")
     other = 1 - tags.index("weights")
@@ -194,6 +273,9 @@ def _mul(t, node):
 
 
 def _max(t, node):
+    if t.tag(node, 0) == "values":  # a radius graph: the distances themselves
+        t.write(node, ("floored", np.float32(1.0), t.scalar(node, 1, np.float32)))
+        return
     _, scale = t.expect(node, 0, ("scaled",))
     t.write(node, ("floored", scale, t.scalar(node, 1, np.float32)))
 
@@ -217,7 +299,8 @@ def _reduce(t, node):
             refuse(node, "keepdims", keepdims, "1")
         t.write(node, ("mean",))
         return
-    wanted = {"hit_float": 1, "hit_weighted": 1, "scores": 1, "weighted_targets": 0, "weights": 0}
+    wanted = {"hit_float": 1, "hit_weighted": 1, "scores": 1, "weighted_targets": 0, "weights": 0,
+              "bin": 0}
     if tag not in wanted:
         t.expect(node, 0, tuple(wanted))
     if keepdims != wanted[tag]:
@@ -229,7 +312,7 @@ def _reduce(t, node):
         t.write(node, ("score",))
     else:
         t.write(node, {"scores": ("total",), "weighted_targets": ("numerator",),
-                       "weights": ("denominator",)}[tag])
+                       "weights": ("denominator",), "bin": ("denominator",)}[tag])
 
 
 def _concat(t, node):
@@ -263,11 +346,13 @@ def _div(t, node):
 
 
 def _shape(t, node):
-    t.expect(node, 0, ("numerator",))
-    t.write(node, ("shape",))
+    tag, *_ = t.expect(node, 0, ("numerator", "distances"))
+    t.write(node, ("shape",) if tag == "numerator" else ("dist_shape",))
 
 
-_STEPS = {"Transpose": _transpose, "Sqrt": _sqrt, "TopK": _topk, "Flatten": _flatten,
+_STEPS = {"Transpose": _transpose, "Sqrt": _sqrt, "Less": _less, "TopK": _topk,
+          "ConstantOfShape": _constant_of_shape, "CumSum": _cumsum, "Neg": _neg, "Add": _add,
+          "Where": _where, "Flatten": _flatten,
           "ArrayFeatureExtractor": _array_feature_extractor, "Reshape": _reshape, "Cast": _cast,
           "Equal": _equal, "Mul": _mul, "Max": _max, "Reciprocal": _reciprocal,
           "ReduceSum": _reduce, "ReduceMean": _reduce, "Concat": _concat, "ArgMax": _argmax,
@@ -311,10 +396,14 @@ def read_neighbors(scan, state, features, train, metric):
     op = OnnxNeighbors(train=train, targets=t.targets, k=t.k, metric=t.metric,
                        mode="vote" if classifier else "mean",
                        codes=np.asarray(t.codes if classifier else [], np.float32),
-                       weighted=weighted, weight_scale=scale, weight_floor=floor)
+                       weighted=weighted, weight_scale=scale, weight_floor=floor,
+                       radius=t.radius)
     op.validate()
     (value,) = state.add(op, [features.value], scan, ":neighbors")
     state.consumed.update(consumed)
+    if t.radius:
+        _radius_results(state, scan, op, value, outputs, t.classes)
+        return
     if not classifier:
         (name,) = outputs
         state.values[name] = ("features", _Features(value, np.float32, 1))
@@ -325,3 +414,33 @@ def read_neighbors(scan, state, features, train, metric):
     state.results.append(result)
     for name, tag in outputs.items():
         state.values[name] = ("labels" if tag == "label" else "probabilities", result)
+
+
+_RADIUS_REJECTION = (
+    "ONNX Runtime rejects this radius-neighbours graph on a call holding a row that has a "
+    "training row at or beyond the radius (or a NaN distance): its ArrayFeatureExtractor "
+    "is given the index -1 there")
+
+
+def _radius_results(state, scan, op, value, outputs, classes):
+    """The op's last column (NaN where ONNX Runtime rejects the row) as the raw scores,
+    so the container raises on such a call as ONNX Runtime does; the others as the
+    classifier's probabilities and label index or the regressor's value."""
+    from ...ir import Select
+    from . import _Result
+
+    width = op.output_width
+    (flag,) = state.add(Select(n_features=width, indices=(width - 1,)), [value], scan,
+                        ":rejected")
+    (answer,) = state.add(Select(n_features=width, indices=tuple(range(width - 1))), [value],
+                          scan, ":answer")
+    if op.mode == "vote":
+        labels = classes.astype(str) if classes.dtype.kind in "OSU" else classes.astype(np.int64)
+        result = _Result(scan, flag, answer, labels, len(labels))
+    else:
+        result = _Result(scan, flag, answer, None, 0)
+    result.nan_scores_error = _RADIUS_REJECTION
+    state.results.append(result)
+    for name, tag in outputs.items():
+        state.values[name] = ({"label": "labels", "probabilities": "probabilities"}.get(
+            tag, "values"), result)

@@ -84,9 +84,10 @@ def scan_distance_body(node):
 
 def handle_scan(node, state):
     """A Scan of pairwise distances, read with the nodes after it that skl2onnx's
-    k-nearest-neighbours graph holds."""
+    k-nearest-neighbours, LocalOutlierFactor or KernelPCA graph holds."""
     from .kernel_pca import read_kernel_pca
     from .neighbors import read_neighbors
+    from .outlier_factor import read_outlier_factor, reads_outlier_factor
 
     metric = scan_distance_body(node)
     _, features = state.read(node, 0, ("features",))
@@ -100,6 +101,8 @@ def handle_scan(node, state):
     if not np.isfinite(train).all():
         refuse(node, "training rows holding", "NaN or infinite values", "finite values")
     reader = read_kernel_pca if _feeds_exp(node, state.graph) else read_neighbors
+    if reader is read_neighbors and reads_outlier_factor(node, state.graph):
+        reader = read_outlier_factor
     reader(node, state, state.rounded(features, node), train, metric)
 
 

@@ -4,8 +4,8 @@
 Read: the libsvm layout skl2onnx writes for SVR, NuSVR, SVC and NuSVC (support
 vectors, kernels LINEAR, POLY of degree 2 or 3, RBF, SIGMOID), with or without
 probabilities (``prob_a``/``prob_b``: ONNX Runtime's Platt scaling and pairwise
-coupling, ``svm_probabilities``). Refused, by name: ``one_class`` (OneClassSVM's
-graph), a post-transform, the liblinear layout (no support vectors) and other POLY
+coupling, ``svm_probabilities``). Refused, by name: ``one_class`` (skl2onnx writes
+OneClassSVM as a plain SVMRegressor and a Sign: ``sign.py``), a post-transform, the liblinear layout (no support vectors) and other POLY
 degrees."""
 
 import numpy as np
@@ -48,7 +48,8 @@ def svm_op(node, n_features):
     rho = a.get("rho", np.zeros(0, np.float32))
     if node.op_type == "SVMRegressor":
         if a.get("one_class", 0):
-            refuse(node, "one_class", a["one_class"], "0 (OneClassSVM's graph is not read yet)")
+            refuse(node, "one_class", a["one_class"], "0 (skl2onnx's OneClassSVM graph: an "
+                   "SVMRegressor, then Sign)")
         if a.get("n_supports", 0) != n_vectors or len(coefficients) != n_vectors or len(rho) != 1:
             refuse(node, f"n_supports {a.get('n_supports', 0)}, coefficients and rho of lengths",
                    (len(coefficients), len(rho)), f"{n_vectors} support vectors, as many "

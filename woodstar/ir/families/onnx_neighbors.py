@@ -1,7 +1,7 @@
 """ONNX-ML ops for skl2onnx's Scan graphs: k nearest neighbours (``onnx_neighbors``:
-pairwise distances, TopK, a vote or a mean) and kernel PCA's rbf kernel rows
-(``onnx_rbf_kernel_rows``), as ONNX Runtime computes them. The shared array operations
-and MLAS's exp are in ``onnx_ops``."""
+pairwise distances, TopK, a vote or a mean), kernel PCA's rbf kernel rows
+(``onnx_rbf_kernel_rows``) and LocalOutlierFactor (``onnx_outlier_factor``), as ONNX
+Runtime computes them. The shared array operations and MLAS's exp are in ``onnx_ops``."""
 
 from __future__ import annotations
 
@@ -100,9 +100,15 @@ def neighbor_outputs(op, X, arrays, math=NumpyMath):
     * ``mean``: ReduceMean (``row_sums`` then ``/ k``), or, weighted,
       ``ReduceSum(y * w) / ReduceSum(w)``, as (n, 1)."""
     distances = neighbor_distances(op, X, arrays["train_columns"], math)
-    values, order = math.smallest(distances, op.k)
+    if op.radius:
+        # the radius graph: every training row, in index order (ONNX Runtime answers
+        # only rows whose training rows all lie within the radius; ``rejected``)
+        values, order = distances, math.index_order(distances)
+    else:
+        values, order = math.smallest(distances, op.k)
     starts = math.row_starts(X, op.k)
     targets = math.take_targets(arrays["targets"], order)  # (n, k) float32
+    flag = [math.rejected(distances, op.radius)] if op.radius else []
     values = [math.column(values, j) for j in range(op.k)]
     targets = [math.column(targets, j) for j in range(op.k)]
     weights = None
@@ -111,9 +117,10 @@ def neighbor_outputs(op, X, arrays, math=NumpyMath):
                                       math.scalar32(op.weight_floor, v)) for v in values]
     if op.mode == "mean":
         if weights is None:
-            return math.stack([row_sums(math, targets, starts) / math.scalar32(op.k, targets[0])])
+            return math.stack([row_sums(math, targets, starts) / math.scalar32(op.k, targets[0])]
+                              + flag)
         num = row_sums(math, [t * w for t, w in zip(targets, weights)], starts)
-        return math.stack([num / row_sums(math, weights, starts)])
+        return math.stack([num / row_sums(math, weights, starts)] + flag)
     scores = []
     for code in op.codes.tolist():
         hits = [math.cast(t == code, "float32") for t in targets]
@@ -126,7 +133,7 @@ def neighbor_outputs(op, X, arrays, math=NumpyMath):
         larger = score > best
         best = math.where(larger, score, best)
         index = math.where(larger, math.scalar32(float(j), score), index)
-    return math.stack([s / total for s in scores] + [index])
+    return math.stack([s / total for s in scores] + [index] + flag)
 
 
 @register_op
@@ -137,7 +144,10 @@ class OnnxNeighbors(Op):
     training rows (float32), ``targets`` each row's target (a class code, or a
     regressor's float32 value), ``codes`` the class codes in the graph's score order
     (a classifier). Output: a classifier's probabilities then its label's index, or a
-    regressor's value."""
+    regressor's value. ``radius`` (> 0): skl2onnx's radius-neighbours graph, whose
+    neighbours are every training row (k of them) in index order, with one more column:
+    NaN where ONNX Runtime rejects the row (a training row not within the radius, which
+    its ArrayFeatureExtractor is given as index -1), else 0."""
 
     kind = "onnx_neighbors"
 
@@ -150,6 +160,7 @@ class OnnxNeighbors(Op):
     weighted: bool = False
     weight_scale: float = 1.0
     weight_floor: float = 0.0
+    radius: float = 0.0
 
     def __post_init__(self):
         train = np.ascontiguousarray(self.train, dtype=np.float32)
@@ -163,6 +174,7 @@ class OnnxNeighbors(Op):
         object.__setattr__(self, "weighted", bool(self.weighted))
         object.__setattr__(self, "weight_scale", float(np.float32(self.weight_scale)))
         object.__setattr__(self, "weight_floor", float(np.float32(self.weight_floor)))
+        object.__setattr__(self, "radius", float(np.float32(self.radius)))
 
     @property
     def n_features(self):
@@ -170,7 +182,8 @@ class OnnxNeighbors(Op):
 
     @property
     def output_width(self):
-        return len(self.codes) + 1 if self.mode == "vote" else 1
+        width = len(self.codes) + 1 if self.mode == "vote" else 1
+        return width + 1 if self.radius else width
 
     @property
     def whole_call(self):
@@ -190,6 +203,8 @@ class OnnxNeighbors(Op):
         self.expect(self.metric in NEIGHBOR_METRICS, f"metric {self.metric!r} not in {NEIGHBOR_METRICS}")
         self.expect(self.mode in NEIGHBOR_MODES, f"mode {self.mode!r} not in {NEIGHBOR_MODES}")
         self.expect(self.mode == "mean" or len(self.codes) >= 1, "a vote needs class codes")
+        self.expect(self.radius >= 0 and (not self.radius or self.k == self.train.shape[0]),
+                    "a radius graph's k is every training row")
         return self
 
     def output_types(self, input_types):
@@ -207,7 +222,8 @@ class OnnxNeighbors(Op):
 
     def to_saved(self):
         meta = {"k": self.k, "metric": self.metric, "mode": self.mode, "weighted": self.weighted,
-                "weight_scale": self.weight_scale, "weight_floor": self.weight_floor}
+                "weight_scale": self.weight_scale, "weight_floor": self.weight_floor,
+                "radius": self.radius}
         return meta, {"train": self.train, "targets": self.targets, "codes": self.codes}
 
     @classmethod
@@ -233,6 +249,16 @@ class NeighborsNumpyMath(NumpyMath):
     @staticmethod
     def take_targets(targets, order):
         return targets[order]
+
+    @staticmethod
+    def index_order(distances):
+        return np.broadcast_to(np.arange(distances.shape[1]), distances.shape)
+
+    @staticmethod
+    def rejected(distances, radius):
+        """NaN where a row's distances are not all below ``radius`` (NaN included), else 0."""
+        inside = (distances < np.float32(radius)).all(axis=1)
+        return np.where(inside, np.float32(0.0), np.float32(np.nan))
 
     @staticmethod
     def maximum(a, b):
@@ -332,3 +358,109 @@ class OnnxRbfKernelRows(Op):
 
 
 __all__ += ["OnnxRbfKernelRows", "rbf_kernel_rows"]
+
+
+# ------------------------------------- LocalOutlierFactor(novelty=True) (Scan, TopK)
+def outlier_factor_outputs(op, X, arrays, math=NumpyMath):
+    """skl2onnx's LocalOutlierFactor graph as ONNX Runtime computes it: TopK of the k
+    smallest distances (``neighbor_outputs``' order), the neighbours' own k-distances
+    and local reachability densities (``Gather`` of the constant tables), then in
+    float32 the reachability ``Max(d, k_distance)`` (NaN propagates), the row's density
+    ``1 / (ReduceMean(reach) + eps)``, ``score_samples = -ReduceMean(lrd / density)``
+    (each ReduceMean a ``row_sums`` over k, then ``/ k``), the decision ``score_samples
+    + offset`` and the label's index (0 for -1 where the decision is below 0, else 1
+    for 1). Output: (decision, score_samples, label index)."""
+    distances = neighbor_distances(op, X, arrays["train_columns"], math)
+    values, order = math.smallest(distances, op.k)
+    starts = math.row_starts(X, op.k)
+    k_distances = math.take_targets(arrays["k_distances"], order)
+    densities = math.take_targets(arrays["densities"], order)
+    k = math.scalar32(op.k, distances)
+    reach = [math.maximum(math.column(values, j), math.column(k_distances, j))
+             for j in range(op.k)]
+    density = math.scalar32(1.0, k) / (row_sums(math, reach, starts) / k
+                                       + math.scalar32(op.eps, k))
+    ratios = [math.column(densities, j) / density for j in range(op.k)]
+    score_samples = -(row_sums(math, ratios, starts) / k)
+    decision = score_samples + math.scalar32(op.offset, k)
+    zero = math.scalar32(0.0, k)
+    index = math.where(decision < zero, zero, math.scalar32(1.0, k))
+    return math.stack([decision, score_samples, index])
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class OnnxOutlierFactor(Op):
+    """skl2onnx's LocalOutlierFactor(novelty=True) graph (``outlier_factor_outputs``):
+    ``train`` the training rows, ``k_distances`` and ``densities`` each training row's
+    distance to its k-th neighbour and local reachability density (float32), ``eps``
+    the density's guard and ``offset`` the decision's (``-offset_``)."""
+
+    kind = "onnx_outlier_factor"
+
+    train: np.ndarray
+    k_distances: np.ndarray
+    densities: np.ndarray
+    k: int
+    eps: float
+    offset: float
+    metric: str = "euclidean"
+
+    def __post_init__(self):
+        for name in ("train", "k_distances", "densities"):
+            value = np.ascontiguousarray(getattr(self, name), dtype=np.float32)
+            if name != "train":
+                value = value.reshape(-1)
+            value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "k", int(self.k))
+        for name in ("eps", "offset"):
+            object.__setattr__(self, name, float(np.float32(getattr(self, name))))
+
+    @property
+    def n_features(self):
+        return self.train.shape[1]
+
+    @property
+    def whole_call(self):
+        """Whether a row's answer depends on its place in the call (``row_sums`` over k
+        or the features, a width that is not a multiple of 4): then a call is never
+        split into batches."""
+        widths = [self.k] + ([self.n_features] if self.metric == "manhattan" else [])
+        return any(w >= 4 and w % 4 for w in widths)
+
+    def validate(self):
+        n_train = self.train.shape[0] if self.train.ndim == 2 else 0
+        self.expect(n_train >= 1 and np.isfinite(self.train).all(),
+                    "train must be a finite matrix")
+        for name in ("k_distances", "densities"):
+            self.expect(getattr(self, name).shape == (n_train,), f"one {name} per training row")
+        self.expect(1 <= self.k <= n_train, f"k={self.k} outside 1..n_train")
+        self.expect(self.metric in NEIGHBOR_METRICS,
+                    f"metric {self.metric!r} not in {NEIGHBOR_METRICS}")
+        return self
+
+    def output_types(self, input_types):
+        self.numeric_input(input_types, self.n_features)
+        return [ValueType.floats(3)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float32)]
+
+    def reference(self, inputs):
+        arrays = {"train_columns": [self.train[:, f][None, :] for f in range(self.n_features)],
+                  "k_distances": self.k_distances, "densities": self.densities}
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return [outlier_factor_outputs(self, inputs[0], arrays, NeighborsNumpyMath)]
+
+    def to_saved(self):
+        meta = {"k": self.k, "eps": self.eps, "offset": self.offset, "metric": self.metric}
+        return meta, {"train": self.train, "k_distances": self.k_distances,
+                      "densities": self.densities}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(**meta, **arrays)
+
+
+__all__ += ["OnnxOutlierFactor", "outlier_factor_outputs"]

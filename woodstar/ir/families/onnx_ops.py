@@ -636,6 +636,9 @@ class OnnxLinear(Op):
 
 # ------------------------------------------------------------- elementwise steps
 NORMS = ("MAX", "L1", "L2")
+# LpNormalization(p=1): L1's sequential sum and division, but a zero norm writes +0
+# (Eigen's setZero) where the Normalizer keeps the row
+LP_NORMS = ("LP1",)
 
 
 def normalize(op, X, math=NumpyMath):
@@ -650,7 +653,7 @@ def normalize(op, X, math=NumpyMath):
         for c in columns:  # std::max(max, x): a NaN x leaves max as it is
             total = math.where(c > total, c, total)
         out = [c / total for c in columns]
-    elif op.norm == "L1":
+    elif op.norm in ("L1", "LP1"):
         total = zero
         for c in columns:
             total = total + math.abs(c)
@@ -662,6 +665,8 @@ def normalize(op, X, math=NumpyMath):
             total = total + s
         out = [math.where(c < zero, -math.sqrt(s / total), math.sqrt(s / total))
                for c, s in zip(columns, squares)]
+    if op.norm == "LP1":  # ``==``: TVM reads ``!=`` as ordered, false for a NaN norm
+        return math.stack([math.where(total == zero, zero, o) for o in out] + rest)
     keep = total != zero
     out = [math.where(keep, o, c) for o, c in zip(out, columns)]
     return math.stack(out + rest)
@@ -680,7 +685,7 @@ class OnnxNormalizer(Op):
     passthrough: int = 0
 
     def validate(self):
-        self.expect(self.norm in NORMS, f"norm {self.norm!r} not in {NORMS}")
+        self.expect(self.norm in NORMS + LP_NORMS, f"norm {self.norm!r} not in {NORMS + LP_NORMS}")
         return self
 
     def output_types(self, input_types):
@@ -1574,6 +1579,21 @@ _LOGF_OFF_VALUE = 0.69921875  # the float of bits 0x3f330000, where glibc's z st
 _LOGF_OFF_FIELD = 0x330000  # its mantissa field
 
 
+def logf_reduction(math, finite):
+    """(z, k, table index), float64, of positive finite float32 ``finite`` = 2^k z with z
+    in [0.699, 1.398), as glibc's logf and powf split it: the index is the four
+    mantissa bits of z below 0.699's (read here from frexp, exactly, instead of the
+    float's bits)."""
+    mantissa, exponent = math.frexp(finite)  # finite = mantissa * 2^exponent, m in [0.5, 1)
+    low = mantissa < _LOGF_OFF_VALUE
+    z = math.where(low, mantissa * 2.0, mantissa)  # exact
+    k = math.where(low, exponent - 1.0, exponent)
+    # the mantissa field of ``finite`` as an integer, less that of _LOGF_OFF, modulo 2^23
+    field = (mantissa * 2.0 - 1.0) * 2.0 ** 23 - _LOGF_OFF_FIELD
+    field = math.where(field < 0.0, field + 2.0 ** 23, field)
+    return z, k, math.floor(field / 2.0 ** 19)
+
+
 def glibc_logf(math, x):
     """float32 ``log`` of float32 ``x`` (a column) as glibc computes it: x = 2^k z with z
     in [0.699, 1.398), a table entry chosen by the four mantissa bits of z below
@@ -1583,18 +1603,12 @@ def glibc_logf(math, x):
     x = math.cast(x, "float32")
     one = math.scalar32(1.0, x)
     finite = math.where((x > math.scalar32(0.0, x)) & (x < math.scalar32(np.inf, x)), x, one)
-    mantissa, exponent = math.frexp(finite)  # finite = mantissa * 2^exponent, m in [0.5, 1)
-    low = mantissa < _LOGF_OFF_VALUE
-    z = math.where(low, mantissa * 2.0, mantissa)  # exact
-    k = math.where(low, exponent - 1.0, exponent)
-    # the mantissa field of ``finite`` as an integer, less that of _LOGF_OFF, modulo 2^23
-    field = (mantissa * 2.0 - 1.0) * 2.0 ** 23 - _LOGF_OFF_FIELD
-    field = math.where(field < 0.0, field + 2.0 ** 23, field)
-    index = math.floor(field / 2.0 ** 19)
+    z, k, index = logf_reduction(math, finite)
     r = z * math.take(_LOGF_INVC, index) - 1.0
-    y0 = math.take(_LOGF_LOGC, index) + k * _LN2
+    # float64 columns, not Python floats: an ONNX export writes those as float32
+    ln2, a0, a1, a2 = (math.full(x, c, "float64") for c in (_LN2, *_LOGF_POLY))
+    y0 = math.take(_LOGF_LOGC, index) + k * ln2
     r2 = r * r
-    a0, a1, a2 = _LOGF_POLY
     y = r * a1 + a2
     y = r2 * a0 + y
     y = y * r2 + (y0 + r)
@@ -1613,4 +1627,4 @@ def mlas_exp(math, x):
     return mlas_exp_avx512(math, math.where(x > upper, upper, x))
 
 
-__all__ += ["glibc_logf", "mlas_exp", "MLAS_EXP_UPPER"]
+__all__ += ["glibc_logf", "logf_reduction", "mlas_exp", "MLAS_EXP_UPPER"]

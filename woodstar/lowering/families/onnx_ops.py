@@ -2,14 +2,19 @@
 Torch tensors through a Torch twin of its NumPy operations, so the program adds the
 trees in the same order and dtype and finalizes with the same float32 steps."""
 
+from typing import Optional
+
 import numpy as np
 import torch
 from torch import nn
 
 from ...exceptions import unsupported_message
 from ...ir.families.onnx_math import (gemm_with_bias, indicator_columns, is_zero_columns,
-                                      math_columns, reduce_columns, reduce_prod_columns,
-                                      row_sum_columns, stack_mean, tanh_columns)
+                                      log_columns, math_columns, powf_columns, reduce_columns,
+                                      reduce_prod_columns, row_sum_columns,
+                                      squared_distance_rows, stack_mean,
+                                      tanh_columns)
+from ...ir.families.onnx_math import vector_product_columns
 from ...ir.families.onnx_neighbors import neighbor_outputs, rbf_kernel_rows
 from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize, sigmoid_columns,
                                      softmax_columns, svm_scores, tree_scores)
@@ -104,8 +109,7 @@ class TorchMath:
 
     @staticmethod
     def frexp(x):
-        mantissa, exponent = torch.frexp(x)
-        return mantissa.to(torch.float64), exponent.to(torch.float64)
+        return exportable_frexp(x)
 
     @staticmethod
     def repeat_sweeps(sweep, values, done, most: int):
@@ -137,6 +141,26 @@ class TorchMath:
     def rows_at_least(x, n: int):
         # counted in float64: exact far past any batch, and decided per call
         return torch.ones_like(x[:, :1], dtype=torch.float64).sum(dim=0) >= n  # shape (1,)
+
+
+def exportable_frexp(x):
+    """(mantissa in [0.5, 1), exponent), both float64, of positive finite float32 x,
+    exactly, without ``torch.frexp`` (the ONNX exporter has no frexp): x is scaled by
+    powers of two into [1, 2) in float64 (every step exact), the exponent found bit by
+    bit from the largest step down, through comparisons."""
+    y = x.to(torch.float64)
+    exponent = torch.zeros_like(y)
+    for bit in (64, 32, 16, 8, 4, 2, 1):  # x < 2^128: down into [1, 2^128) -> [1, 2)
+        steps = torch.tensor([2.0 ** bit, 2.0 ** -bit], dtype=torch.float64, device=y.device)
+        big = y >= steps[0]
+        y = torch.where(big, y * steps[1], y)
+        exponent = torch.where(big, exponent + bit, exponent)
+    for bit in (128, 64, 32, 16, 8, 4, 2, 1):  # x >= 2^-149: up from there into [1, 2)
+        steps = torch.tensor([2.0 ** (1 - bit), 2.0 ** bit], dtype=torch.float64, device=y.device)
+        small = y < steps[0]
+        y = torch.where(small, y * steps[1], y)
+        exponent = torch.where(small, exponent - bit, exponent)
+    return y * 0.5, exponent + 1.0
 
 
 def _sweep_step(sweep, i, done, values):
@@ -178,13 +202,6 @@ class OnnxTreeScoresNode(nn.Module):
         super().__init__()
         self.op = _PlainOp(op)
         self.estimate_bytes = lambda n_rows: 8 * n_rows * (op.n_trees * op.width + 4 * op.n_targets)
-        if op.post_transform == "PROBIT":
-            # its glibc logf reads each value's frexp, which the ONNX exporter cannot write
-            self.refused_by = {backend: unsupported_message(
-                "an ONNX tree ensemble with post_transform PROBIT", "backend", backend,
-                "'torch', 'torch.jit' (glibc's logf behind ONNX Runtime's ErfInv is mirrored "
-                "through frexp, which an exported program does not hold)")
-                for backend in ("onnx", "tvm")}
 
     def forward(self, per_tree):
         raw, transformed = tree_scores(self.op, per_tree, TorchMath)
@@ -370,12 +387,27 @@ class NeighborsTorchMath(TorchMath):
 
     @staticmethod
     def smallest(distances, k: int):
+        if torch.compiler.is_exporting():
+            # written as the graph's own TopK, which ONNX Runtime then runs on the same
+            # distances: the same neighbours, ties and NaN included
+            return torch.topk(distances, k, dim=1, largest=False, sorted=True)
         values, order = torch.sort(distances, dim=1, stable=True)  # NaN last, ties by index
         return values[:, :k], order[:, :k]
 
     @staticmethod
     def take_targets(targets, order):
         return targets[order]
+
+    @staticmethod
+    def index_order(distances):
+        return torch.arange(distances.shape[1], device=distances.device).expand_as(distances)
+
+    @staticmethod
+    def rejected(distances, radius: float):
+        inside = (distances < torch.tensor(radius, dtype=torch.float32,
+                                           device=distances.device)).all(dim=1)
+        zero = torch.zeros_like(distances[:, 0])
+        return torch.where(inside, zero, zero + float("nan"))
 
     @staticmethod
     def maximum(a, b):
@@ -386,26 +418,38 @@ class NeighborsTorchMath(TorchMath):
         return torch.tensor(float(np.float32(value)), dtype=torch.float32, device=like.device)
 
 
-class OnnxNeighborsNode(nn.Module):
-    def __init__(self, op):
+class TrainingRowsNode(nn.Module):
+    """A graph op over the training rows' distances (neighbours, LOF): the rows held as
+    one (1, n_train) buffer per feature, ``buffers`` beside them, and TVM refused (its
+    build loses the NaN of a row's distances, measured); the ONNX export writes the
+    graph's own TopK (``NeighborsTorchMath.smallest``), so ONNX Runtime picks the same
+    neighbours."""
+
+    def __init__(self, op, buffers, what):
         super().__init__()
         self.op = _PlainOp(op)
         self.op.n_features = op.n_features
         for f in range(op.n_features):
             self.register_buffer(f"train_{f}", torch.from_numpy(op.train[:, f][None, :].copy()))
-        self.register_buffer("targets", torch.from_numpy(op.targets.copy()))
+        for name, array in buffers.items():
+            self.register_buffer(name, torch.from_numpy(array.copy()))
         n_train = op.train.shape[0]
         self.estimate_bytes = lambda n_rows: 4 * n_rows * n_train * (op.n_features + 8)
-        # a stable sort of every row: the ONNX export writes TopK, whose order among
-        # equal distances is not promised by the ONNX standard
-        self.refused_by = {backend: unsupported_message(
-            "an ONNX k-nearest-neighbours graph (Scan, TopK)", "backend", backend,
-            "'torch', 'torch.jit' (the neighbours' order among equal distances is a stable "
-            "sort, which an exported program does not keep)") for backend in ("onnx", "tvm")}
+        self.refused_by = {"tvm": unsupported_message(
+            what, "backend", "tvm",
+            "'torch', 'torch.jit', 'onnx' (TVM's build loses the NaN of a row's distances)")}
+
+    def train_columns(self):
+        return [getattr(self, f"train_{f}") for f in range(self.op.n_features)]
+
+
+class OnnxNeighborsNode(TrainingRowsNode):
+    def __init__(self, op):
+        super().__init__(op, {"targets": op.targets},
+                         "an ONNX nearest-neighbours graph (a Scan of distances)")
 
     def forward(self, x):
-        train = [getattr(self, f"train_{f}") for f in range(self.op.n_features)]
-        arrays = {"train_columns": train, "targets": self.targets}
+        arrays = {"train_columns": self.train_columns(), "targets": self.targets}
         return (neighbor_outputs(self.op, x, arrays, NeighborsTorchMath),)
 
 
@@ -477,8 +521,7 @@ class ReduceTorchMath(NeighborsTorchMath):
 
     @staticmethod
     def frexp(x):
-        mantissa, exponent = torch.frexp(x)
-        return mantissa.to(torch.float64), exponent.to(torch.float64)
+        return exportable_frexp(x)
 
 
 _TVM_FMA_REFUSAL = ("'torch', 'torch.jit', 'onnx' (the fused multiply-adds are mirrored "
@@ -510,11 +553,11 @@ class OnnxReduceNode(nn.Module):
         self.op.whole_call = op.whole_call
         self.estimate_bytes = lambda n_rows: 64 * n_rows * op.groups * op.size
         if op.function == "log_sum_exp":
-            # glibc's logf reads each value's frexp, which the ONNX exporter cannot write
-            self.refused_by = {backend: unsupported_message(
-                "an ONNX ReduceLogSumExp", "backend", backend,
-                "'torch', 'torch.jit' (glibc's logf is mirrored through frexp, which an "
-                "exported program does not hold)") for backend in ("onnx", "tvm")}
+            # measured: TVM's build of the sum of exps drops a NaN (the row gets its
+            # largest other value where ONNX Runtime gives NaN)
+            self.refused_by = {"tvm": unsupported_message(
+                "an ONNX ReduceLogSumExp", "backend", "tvm",
+                "'torch', 'torch.jit', 'onnx' (TVM's build loses a NaN in the sum of exps)")}
 
     def forward(self, x):
         return (reduce_columns(self.op, x, ReduceTorchMath),)
@@ -532,16 +575,34 @@ class OnnxGemmNode(nn.Module):
         self.op.n_features = op.n_features
         self.register_buffer("weights", torch.from_numpy(op.weights.copy()))
         self.estimate_bytes = lambda n_rows: 32 * n_rows * (op.n_features + op.n_outputs)
-        self.refused_by = {"tvm": unsupported_message("an ONNX Gemm over a computed bias",
-                                                      "backend", "tvm", _TVM_FMA_REFUSAL)}
+        what = "an ONNX Gemm over a computed bias" if op.bias_width else \
+            "an ONNX Gemm with beta 0 (MLAS's packed SGEMM)"
+        self.refused_by = {"tvm": unsupported_message(what, "backend", "tvm", _TVM_FMA_REFUSAL)}
 
-    def forward(self, x, bias):
+    def forward(self, x, bias: Optional[torch.Tensor] = None):
         return (gemm_with_bias(self.op, x, bias, self.weights, ReduceTorchMath),)
 
 
 @register_lowering("onnx_gemm")
 def _onnx_gemm(op, input_dtypes, context):
     return OnnxGemmNode(op)
+
+
+class OnnxVectorProductNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.n_features = op.n_features
+        self.register_buffer("weights", torch.from_numpy(op.weights.copy()))
+        self.estimate_bytes = lambda n_rows: 16 * n_rows * op.n_features
+
+    def forward(self, x):
+        return (vector_product_columns(self.op, x, self.weights, TorchMath),)
+
+
+@register_lowering("onnx_vector_product")
+def _onnx_vector_product(op, input_dtypes, context):
+    return OnnxVectorProductNode(op)
 
 
 class OnnxStackMeanNode(nn.Module):
@@ -589,3 +650,61 @@ def _onnx_indicator(op, input_dtypes, context):
 @register_lowering("onnx_mlas_tanh")
 def _onnx_mlas_tanh(op, input_dtypes, context):
     return _OneBlockNode(op, tanh_columns, TorchMath, 64)
+
+
+# ------------------------------------------- Log and Pow of computed blocks (PowerTransformer)
+class PositionTorchMath(ReduceTorchMath):
+    """``ReduceTorchMath`` and each row's place in the call (the twin of the IR's
+    ``PositionNumpyMath``), counted per call so a traced program keeps no row count."""
+
+    @staticmethod
+    def rows_from_start(X):
+        return torch.cumsum(torch.ones_like(X[:, 0], dtype=torch.float64), 0) - 1.0
+
+    @staticmethod
+    def rows_from_end(X):
+        return torch.flip(torch.cumsum(torch.ones_like(X[:, 0], dtype=torch.float64), 0), [0]) - 1.0
+
+
+def _slow_export_refusal(what):
+    """``refused_by`` for the mirrored libm routines: each column is dozens of float64
+    steps (frexp and powers of two by comparisons, table lookups), which the onnx
+    and tvm backends take minutes to export and build."""
+    return {name: unsupported_message(what, "backend", name, "'torch', 'torch.jit' (exporting "
+                                      "the mirrored libm steps takes minutes)")
+            for name in ("onnx", "tvm")}
+
+
+@register_lowering("onnx_log")
+def _onnx_log(op, input_dtypes, context):
+    node = _OneBlockNode(op, log_columns, PositionTorchMath, 48)
+    node.op.whole_call = op.whole_call
+    node.refused_by = _slow_export_refusal("an ONNX Log of a computed block (Eigen's and glibc's logarithm)")
+    return node
+
+
+@register_lowering("onnx_powf")
+def _onnx_powf(op, input_dtypes, context):
+    node = _OneBlockNode(op, powf_columns, ReduceTorchMath, 160)
+    node.refused_by = _slow_export_refusal("an ONNX Pow of a computed block (glibc's powf)")
+    return node
+
+
+class OnnxSquaredDistancesNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.n_features, self.op.metric = op.n_features, op.metric
+        for f in range(op.n_features):
+            self.register_buffer(f"train_{f}", torch.from_numpy(op.train[:, f][None, :].copy()))
+        n_train = op.train.shape[0]
+        self.estimate_bytes = lambda n_rows: 8 * n_rows * n_train * 3
+
+    def forward(self, x):
+        columns = [getattr(self, f"train_{f}") for f in range(self.op.n_features)]
+        return (squared_distance_rows(self.op, x, columns, ReduceTorchMath),)
+
+
+@register_lowering("onnx_squared_distances")
+def _onnx_squared_distances(op, input_dtypes, context):
+    return OnnxSquaredDistancesNode(op)

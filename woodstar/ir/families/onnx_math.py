@@ -15,7 +15,7 @@ import numpy as np
 from ..graph import Op, ValueType, register_op
 from .onnx_neighbors import NeighborsNumpyMath, eigen_sse_sum, row_sums
 from .onnx_ops import (_LN2, SGEMM_PACKED_STRIDE_K, NumpyMath, _f32, exact_fma32, glibc_expf,
-                       glibc_logf, logf_reduction, mlas_exp, mlas_tanh, _LOGF_INVC)
+                       glibc_logf, logf_reduction, mlas_exp, mlas_tanh, slice_sums, _LOGF_INVC)
 
 __all__ = []
 
@@ -344,17 +344,9 @@ def gemm_with_bias(op, X, C, weights, math=NumpyMath):
     from 0, then ``fma(acc, alpha, out)`` (rounded once: ``exact_fma32``). Without C
     (beta 0, ``C`` None) the first slice writes ``alpha * acc``."""
     X = math.cast(X, "float32")
-    K = op.n_features
-    X64 = math.cast(X, "float64")
-    W64 = math.cast(weights, "float64")
     alpha = math.scalar32(op.alpha, X)
     out = None if C is None else math.cast(C, "float32")
-    for k0 in range(0, K, SGEMM_PACKED_STRIDE_K):
-        acc = None
-        for j in range(k0, min(K, k0 + SGEMM_PACKED_STRIDE_K)):
-            product = X64[:, j:j + 1] * W64[None, :, j]
-            acc = math.cast(product if acc is None else product + math.cast(acc, "float64"),
-                            "float32")
+    for acc in slice_sums(math, X, weights, SGEMM_PACKED_STRIDE_K):
         if out is None:
             out = acc * alpha
         else:

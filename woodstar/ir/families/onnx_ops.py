@@ -61,6 +61,8 @@ class NumpyMath:
     """The array operations ``tree_scores`` needs, in NumPy (the lowering passes a
     Torch twin, so both routes run one definition)."""
 
+    eager = True  # arrays are values here: a step may look at them (a Torch program may not)
+
     @staticmethod
     def cast(x, dtype):
         return np.asarray(x).astype(dtype, copy=False)
@@ -470,27 +472,19 @@ MLAS_LOGISTIC = dict(alpha=(4.37031012579801e-11, 1.15627324459942e-07, 6.085748
 LINEAR_POST_TRANSFORMS = ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO")
 
 
-def fma32(math, a, b, c):
-    """float32 fused multiply-add: the float64 product of two float32 values is exact,
-    so only the sum rounds twice (float64, then float32), which changes the result
-    only when the float64 sum falls exactly halfway between two float32 values."""
-    return math.cast(math.cast(a, "float64") * math.cast(b, "float64") + math.cast(c, "float64"),
-                     "float32")
-
-
 def mlas_logistic(math, x):
     lo, hi = _f32(math, -18.0, x), _f32(math, 18.0, x)
     x = math.where(x < lo, lo, math.where(x > hi, hi, x))
     x2 = x * x
     alpha = [_f32(math, a, x) for a in MLAS_LOGISTIC["alpha"]]
     beta = [_f32(math, b, x) for b in MLAS_LOGISTIC["beta"]]
-    p = fma32(math, x2, alpha[0], alpha[1])
+    p = exact_fma32(math, x2, alpha[0], alpha[1])
     for a in alpha[2:]:
-        p = fma32(math, p, x2, a)
+        p = exact_fma32(math, p, x2, a)
     p = p * x
-    q = fma32(math, x2, beta[0], beta[1])
+    q = exact_fma32(math, x2, beta[0], beta[1])
     for b in beta[2:]:
-        q = fma32(math, q, x2, b)
+        q = exact_fma32(math, q, x2, b)
     y = p / q + _f32(math, 0.5, x)
     zero, one = _f32(math, 0.0, x), _f32(math, 1.0, x)
     return math.where(y < zero, zero, math.where(y > one, one, y))
@@ -822,13 +816,13 @@ def mlas_tanh(math, x):
     x2 = x * x
     alpha = [const(a) for a in MLAS_TANH["alpha"]]
     beta = [const(b) for b in MLAS_TANH["beta"]]
-    p = fma32(math, x2, alpha[0], alpha[1])
+    p = exact_fma32(math, x2, alpha[0], alpha[1])
     for a in alpha[2:]:
-        p = fma32(math, p, x2, a)
+        p = exact_fma32(math, p, x2, a)
     p = p * x
-    q = fma32(math, x2, beta[0], beta[1])
+    q = exact_fma32(math, x2, beta[0], beta[1])
     for b in beta[2:]:
-        q = fma32(math, q, x2, b)
+        q = exact_fma32(math, q, x2, b)
     return p / q
 
 
@@ -858,26 +852,49 @@ def _bias_row(math, bias, column):
     return bias
 
 
-def _sgemm_slices(math, A, B, alpha, bias, stride):
-    """MLAS's SGEMM kernels (x86-64, FMA3): per output, one FMA per column of a K slice
-    from 0; the first slice writes ``alpha * acc`` (no bias) or ``fma(acc, alpha,
-    bias)``, each next one ``fma(acc, alpha, out)``."""
+# A compiled ``(A, B, stride) -> [(n, N) float32 per slice]`` for NumPy arrays (or None
+# where it cannot run), registered by woodstar/runtimes/families/onnx_sgemm.py.
+_FMA_SLICES = []
+
+
+def register_fma_slices(fn):
+    _FMA_SLICES[:] = [fn]
+
+
+def slice_sums(math, A, B, stride):
+    """MLAS's SGEMM accumulation of float32 ``A`` (n, K) by ``B`` (N, K): per K slice
+    and output, the first product, then one FMA per next column (rounded once:
+    ``exact_sum32``); a list of (n, N) float32, one per slice."""
+    if math.eager and _FMA_SLICES:
+        sums = _FMA_SLICES[0](A, B, stride)
+        if sums is not None:
+            return sums
     K = A.shape[1]
     A64, B64 = math.cast(A, "float64"), math.cast(B, "float64")
-    column = A[:, 0]
-    alpha_c = _f32(math, alpha, column)[:, None]
-    out = None
+    sums = []
     for k0 in range(0, K, stride):
         acc = None
         for j in range(k0, min(K, k0 + stride)):
             product = A64[:, j:j + 1] * B64[None, :, j]
-            acc = math.cast(product if acc is None else product + math.cast(acc, "float64"),
-                            "float32")
+            acc = math.cast(product, "float32") if acc is None else \
+                exact_sum32(math, product, acc)
+        sums.append(acc)
+    return sums
+
+
+def _sgemm_slices(math, A, B, alpha, bias, stride):
+    """MLAS's SGEMM kernels (x86-64, FMA3): per output, one FMA per column of a K slice
+    from 0; the first slice writes ``alpha * acc`` (no bias) or ``fma(acc, alpha,
+    bias)``, each next one ``fma(acc, alpha, out)``."""
+    column = A[:, 0]
+    alpha_c = _f32(math, alpha, column)[:, None]
+    out = None
+    for acc in slice_sums(math, A, B, stride):
         if out is None and bias is None:
             out = acc if alpha == 1.0 else acc * alpha_c
         else:
             addend = _bias_row(math, bias, column) if out is None else out
-            out = acc + addend if alpha == 1.0 else fma32(math, acc, alpha_c, addend)
+            out = acc + addend if alpha == 1.0 else exact_fma32(math, acc, alpha_c, addend)
     return out
 
 
@@ -1175,12 +1192,17 @@ SOFTMAX_SUM_LANES = 16
 
 def exact_fma32(math, a, b, c):
     """float32 ``a * b + c`` rounded once, as an FMA instruction, from float64 steps a
-    program can export: the product of two float32 values is exact in float64; the
-    float64 sum ``s`` and its rounding error (Knuth's two-sum) are exact together. Then
-    rounding ``s`` to float32 is the FMA's answer except where ``s`` falls exactly
-    halfway between two float32 values and the error pushes the exact sum off that
-    point: there the answer is the neighbour on the error's side."""
-    product = math.cast(a, "float64") * math.cast(b, "float64")
+    program can export (the product of two float32 values is exact in float64)."""
+    return exact_sum32(math, math.cast(a, "float64") * math.cast(b, "float64"), c)
+
+
+def exact_sum32(math, product, c):
+    """float32 ``product + c`` rounded once (``product``: float64, exact; ``c``: float32
+    or float64 holding a float32): the float64 sum ``s`` and its rounding error (Knuth's
+    two-sum) are exact together. Rounding ``s`` to float32 is the exact sum's rounding
+    except where ``s`` falls exactly halfway between two float32 values and the error
+    pushes the exact sum off that point: there the answer is the neighbour on the
+    error's side. (A tiny addend beside an exactly-halfway product is the usual case.)"""
     addend = math.cast(c, "float64")
     s = product + addend
     back = s - product

@@ -28,6 +28,8 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 class TorchMath:
+    eager = False  # a traced or exported program decides nothing on values
+
     @staticmethod
     def cast(x, dtype):
         return x.to(_DTYPES[str(np.dtype(dtype))])

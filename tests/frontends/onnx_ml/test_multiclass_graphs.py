@@ -50,17 +50,31 @@ def test_one_vs_one(rng, base, n_classes):
     check_routes(graph, nan_rows(rng, 1200, 4))
 
 
-def test_one_vs_one_with_zipmap_is_refused(rng):
-    """Its ZipMap variant casts the ArgMax index (labels only 0..k-1 are right there,
-    as skl2onnx writes it): refused by the node."""
-    from sklearn.linear_model import LogisticRegression
+@pytest.mark.parametrize("classes", [(4, 8), (0, 1, 2), (3, 5, 7, 9)])
+@pytest.mark.parametrize("base", ["logistic", "tree"])
+def test_one_vs_one_with_zipmap(rng, base, classes):
+    """skl2onnx's default graph casts the ArgMax index to int64 for its label and
+    ZipMaps the scores: ``predict`` gives that index, as ONNX Runtime does (also where
+    the classes are not 0..k-1), ``predict_proba`` the ZipMap's values as a matrix."""
     from sklearn.multiclass import OneVsOneClassifier
 
     X = rng.normal(size=(300, 4)).astype(np.float32)
-    model = OneVsOneClassifier(LogisticRegression()).fit(X, rng.integers(0, 3, size=300))
+    model = OneVsOneClassifier(_base(base)).fit(X, rng.choice(classes, size=300))
     graph = skl2onnx.to_onnx(model, X[:1], target_opset=OPSETS)
-    with pytest.raises(MissingConverter, match="Cast"):
-        woodstar.convert(graph, "torch")
+    assert [n.op_type for n in graph.graph.node[-2:]] == ["Cast", "ZipMap"]
+    ort = session(graph)
+    containers = [woodstar.convert(graph, b, extra_config=extra) for b, extra in ROUTES]
+    rows = nan_rows(rng, 1200, 4)
+    for call in (rows, rows[:1], rows[5:9]):
+        labels, maps = ort.run(None, {"X": call})
+        keys = list(maps[0])
+        assert keys == list(classes)
+        proba = np.array([[m[k] for k in keys] for m in maps], np.float32).reshape(len(call), -1)
+        for container in containers:
+            got = container.predict(call)
+            assert got.shape == labels.shape and got.dtype == labels.dtype
+            np.testing.assert_array_equal(got, labels)
+            np.testing.assert_array_equal(container.predict_proba(call), proba)
 
 
 def _graph(nodes, width, initializers=()):

@@ -35,14 +35,16 @@ Gemm over a computed bias, broadcasting over (n, a, b) tensors) are ``math_ops.p
 skl2onnx's graphs of KNeighborsClassifier/Regressor (a ``Scan`` of pairwise distances
 and what follows it, read as one op: ``scan.py``, ``neighbors.py``, RadiusNeighbors
 graphs too), LocalOutlierFactor(novelty=True) (the same
-Scan: ``outlier_factor.py``), KernelPCA
+Scan: ``outlier_factor.py``), IsolationForest (the trees' leaf ids, their
+LabelEncoders and Log per leaf, Sum and Pow as one op: ``isolation.py``), KernelPCA
 (``kernel_pca.py``), PolynomialFeatures (``shapes.py``), PowerTransformer (Log and Pow
 of computed blocks, Less of two: ``power.py``), GaussianProcessRegressor (shape
 arithmetic on constants folded, the RBF kernel's distance Scan as a block:
 ``gaussian_process.py``), BaggingClassifier and
 StackingClassifier (``meta.py``), CalibratedClassifierCV (``calibration.py``),
 AdaBoostClassifier (``adaboost.py``), OneVsRestClassifier and OneVsOneClassifier
-without ZipMap (``multiclass.py``),
+with or without ZipMap (``multiclass.py``), QuantileTransformer (uniform output: the
+whole graph from its ``IsNaN`` as one op, ``quantile.py``),
 MultiOutputRegressor and MultiOutputClassifier (``multioutput.py``: ``predict`` gives
 the (n, n_outputs) label matrix, ``predict_proba`` a list of per-output matrices, as
 scikit-learn does, where ONNX Runtime returns a sequence), PoissonRegressor,
@@ -84,12 +86,14 @@ from .math_ops import (casting_labels, concatenating_rows, gemm_reading_a_bias, 
                        handle_sqrt, handle_transpose, reading_argmax, reduce_sum_folding,
                        reading_vector_products, reshape_to_inner)
 from .meta import handle_reduce_mean, relabel_scored_results, stacking
-from .multiclass import (casting_label_columns, concatenating_row_count, gathering_row_count,
-                         handle_lp_normalization, handle_slice, reshaping_to_rows)
+from .multiclass import (casting_argmax, casting_label_columns, concatenating_row_count,
+                         gathering_row_count, handle_lp_normalization, handle_slice,
+                         reshaping_to_rows, zipmap_beside_argmax)
 from .multioutput import (MULTI_OUTPUT_ROLES, concatenating_labels, handle_sequence_construct,
                           multi_output_head, reshaping_outputs)
 from .gaussian_process import (folding_constant_shapes, keeping_row_blocks,
                                reading_kernel_distances, row_and_width_shapes)
+from .quantile import quantile_reader
 from .power import (comparison_negations, computed_comparisons, computed_logs,
                     computed_powers)
 from .plain_ops import (handle_binary, handle_compare, handle_softmax, handle_sum, handle_unary,
@@ -102,6 +106,7 @@ from .sign import casting_signs, handle_sign
 from .svm import svm_op
 from .tensors import HANDLER_PAIRS, handle_gather, table_index, typed
 from .trees import tree_ensemble_ops
+from .isolation import isolation_forest_trees
 from .tree_ensemble5 import handle_tree_ensemble5
 
 __all__ = ["from_onnx", "HANDLERS", "supported_operators"]
@@ -507,7 +512,7 @@ def _zipmap(node, state):
 
 
 HANDLERS = {
-    (ML, "TreeEnsembleRegressor"): _tree_ensemble,
+    (ML, "TreeEnsembleRegressor"): isolation_forest_trees(_tree_ensemble),
     (ML, "TreeEnsembleClassifier"): _tree_ensemble,
     (ML, "TreeEnsemble"): handle_tree_ensemble5,
     (ML, "LinearClassifier"): _linear,
@@ -543,8 +548,8 @@ HANDLERS = {
     ("", "Sub"): handle_binary,
     ("", "Mul"): handle_binary,
     ("", "Div"): constant_divisions(handle_binary),
-    ("", "Cast"): casting_label_columns(casting_signs(integer_casts(truth_casts(typed(
-        casting_labels(_cast), HANDLER_PAIRS["Cast"]))))),
+    ("", "Cast"): casting_argmax(casting_label_columns(casting_signs(integer_casts(truth_casts(typed(
+        casting_labels(_cast), HANDLER_PAIRS["Cast"])))))),
     ("", "Sign"): handle_sign,
     ("", "Flatten"): handle_flatten,
     ("", "ArgMax"): reading_blocks(_argmax),
@@ -572,6 +577,7 @@ HANDLERS = {
     ("", "Slice"): handle_slice,
     ("", "LpNormalization"): handle_lp_normalization,
     ("", "SequenceConstruct"): handle_sequence_construct,
+    ("", "IsNaN"): quantile_reader,
 }
 
 
@@ -653,7 +659,8 @@ def from_onnx(model, options):
             raise MissingConverter(unsupported_message(
                 "the ONNX graph", "output", out.name, "outputs written by supported nodes"))
         outputs.append(state.values[out.name])
-    outputs = labels_beside_features(state, argmax_beside_probabilities(state, outputs))
+    outputs = labels_beside_features(
+        state, argmax_beside_probabilities(state, zipmap_beside_argmax(outputs)))
 
     def model_ir(head, raw, transformed):
         head = head.replace(feature_names=feature_names(inputs), input_blocks=input_blocks(inputs))

@@ -7,7 +7,10 @@ writes zeros). One-vs-one: each pair's label (0 or 1) ``Reshape``d to a column a
 ``Cast`` to float, its probabilities ``Reshape``d to ``(Shape(X)[0], -1)`` (the rows'
 count ``Gather``ed from the input's shape: a block stays as it is) and sliced, then
 the votes and confidences of the SVC graph (``plain_ops.py``); the graph's label is
-the ``ArgMax`` index itself, a column as ONNX Runtime gives it (``mixture.py``)."""
+the ``ArgMax`` index itself, a column as ONNX Runtime gives it (``mixture.py``). With
+ZipMap (skl2onnx's default) that index is ``Cast`` to int64, which keeps it, and the
+scores go through ``ZipMap``: the labels stay the index (not the classes ZipMap names,
+as ONNX Runtime gives them) and ``predict_proba`` is the scores' matrix."""
 
 import numpy as np
 
@@ -17,7 +20,8 @@ from ._attributes import attributes, refuse
 from .plain_ops import _block, features_class
 
 __all__ = ["handle_slice", "handle_lp_normalization", "gathering_row_count",
-           "concatenating_row_count", "reshaping_to_rows", "casting_label_columns"]
+           "concatenating_row_count", "reshaping_to_rows", "casting_label_columns",
+           "casting_argmax", "zipmap_beside_argmax"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -152,3 +156,27 @@ def casting_label_columns(handler):
 
     handle.__doc__ = handler.__doc__
     return handle
+
+
+def casting_argmax(handler):
+    """``handler`` (the package's Cast) taking a Cast to int64 of an ArgMax index (int64
+    already: ONNX Runtime keeps it as it is)."""
+    def handle(node, state):
+        role, payload = state.values.get(node.input[0], ("", None)) if node.input else ("", None)
+        if role != "argmax" or attributes(node).get("to") != 7:  # onnx.TensorProto.INT64
+            return handler(node, state)
+        state.values[node.output[0]] = (role, payload)
+        return None
+
+    handle.__doc__ = handler.__doc__
+    return handle
+
+
+def zipmap_beside_argmax(outputs):
+    """Outputs (an ArgMax index, a ZipMap of a float block) as (the index, the block):
+    ``predict_proba`` gives the ZipMap's values as a matrix, as for the other ZipMap
+    graphs."""
+    if len(outputs) == 2 and outputs[0][0] == "argmax" and outputs[1][0] == "zipmap" and \
+            isinstance(outputs[1][1], features_class()):
+        return [outputs[0], ("features", outputs[1][1])]
+    return outputs

@@ -1029,3 +1029,108 @@ class OnnxSquaredDistances(Op):
 
 
 __all__ += ["OnnxSquaredDistances", "squared_distance_rows"]
+
+
+# ------------------------------------------- skl2onnx's QuantileTransformer graph
+def quantile_interpolation(x, quantiles, references, math):
+    """One half of skl2onnx's QuantileTransformer graph for one float32 column: the
+    binary search over a column's padded quantiles (``len - 1`` a power of two; a step
+    moves up while ``x >= q[index + step]``, so NaN stays at index 0) and the
+    interpolation between the two quantiles found, in the graph's float32 order."""
+    size = len(quantiles) - 1
+    index = math.zeros(x, "float64")
+    step = size // 2
+    while step >= 1:
+        candidate = index + float(step)
+        moves = x >= math.cast(math.take(quantiles, candidate), "float32")
+        index = math.where(moves, candidate, index)
+        step //= 2
+    above = index + 1.0
+    q_low = math.cast(math.take(quantiles, index), "float32")
+    q_high = math.cast(math.take(quantiles, above), "float32")
+    r_low = math.cast(math.take(references, index), "float32")
+    r_high = math.cast(math.take(references, above), "float32")
+    zero = _f32(math, 0.0, x)
+    delta_q = q_high - q_low
+    slope = (r_high - r_low) / delta_q
+    slope = math.where((delta_q <= zero) | (slope != slope), zero, slope)
+    between = r_low + slope * (x - q_low)
+    return math.where(x >= q_high, r_high, math.where(x <= q_low, r_low, between))
+
+
+def quantile_columns(op, X, math=NumpyMath):
+    """skl2onnx's QuantileTransformer (uniform output) graph, column by column: half the
+    difference of the ascending interpolation of x and the descending one of -x, then
+    1.0 where x is the last quantile and that half times 0.0 where x is the first."""
+    X = math.cast(X, "float32")
+    out = []
+    for j in range(len(op.low)):
+        x = math.column(X, j)
+        up = quantile_interpolation(x, op.quantiles[j], op.references[j], math)
+        down = quantile_interpolation(-x, op.quantiles_neg[j], op.references_neg[j], math)
+        half = (up - down) * _f32(math, 0.5, x)
+        at_low = math.where(x == _f32(math, op.low[j], x), half * _f32(math, 0.0, x), half)
+        out.append(math.where(x == _f32(math, op.high[j], x), _f32(math, 1.0, x), at_low))
+    return math.stack(out)
+
+
+@register_op
+@dataclass(frozen=True, eq=False)
+class OnnxQuantile(Op):
+    """skl2onnx's QuantileTransformer graph (uniform output) read as one op:
+    ``quantile_columns``. Per column, ``quantiles``/``references`` are the graph's padded
+    ascending tables and ``quantiles_neg``/``references_neg`` its negated, reversed
+    ones (rows of ``2**m + 1`` float32 values); ``low``/``high`` the first and last
+    quantiles it compares x with."""
+
+    kind = "onnx_quantile"
+
+    quantiles: np.ndarray
+    references: np.ndarray
+    quantiles_neg: np.ndarray
+    references_neg: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    _TABLES = ("quantiles", "references", "quantiles_neg", "references_neg", "low", "high")
+
+    def __post_init__(self):
+        for name in self._TABLES:
+            table = np.array(getattr(self, name), dtype=np.float32)
+            table.flags.writeable = False
+            object.__setattr__(self, name, table)
+
+    @property
+    def width(self):
+        return len(self.low)
+
+    def validate(self):
+        tables = [getattr(self, name) for name in self._TABLES[:4]]
+        self.expect(all(t.ndim == 2 and t.shape == tables[0].shape for t in tables),
+                    "the four tables must be (columns, size) matrices of one shape")
+        size = tables[0].shape[1] - 1
+        self.expect(size >= 1 and size & (size - 1) == 0, "a table's size must be 2**m + 1")
+        self.expect(self.low.shape == self.high.shape == (tables[0].shape[0],),
+                    "one low and one high quantile per column")
+        return self
+
+    def output_types(self, input_types):
+        self.numeric_input(input_types, self.width)
+        return [ValueType.floats(self.width)]
+
+    def output_dtypes(self, input_dtypes):
+        return [np.dtype(np.float32)]
+
+    def reference(self, inputs):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return [quantile_columns(self, inputs[0])]
+
+    def to_saved(self):
+        return {}, {name: getattr(self, name) for name in self._TABLES}
+
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        return cls(**arrays)
+
+
+__all__ += ["OnnxQuantile", "quantile_columns", "quantile_interpolation"]

@@ -13,8 +13,9 @@ from ...ir.families.onnx_math import (gemm_with_bias, indicator_columns, is_zero
                                       log_columns, math_columns, powf_columns, reduce_columns,
                                       reduce_prod_columns, row_sum_columns,
                                       squared_distance_rows, stack_mean,
-                                      tanh_columns)
+                                      tanh_columns, quantile_columns)
 from ...ir.families.onnx_math import vector_product_columns
+from ...ir.families.onnx_isolation import isolation_forest_outputs
 from ...ir.families.onnx_neighbors import neighbor_outputs, rbf_kernel_rows
 from ...ir.families.onnx_ops import (elementwise_columns, linear_scores, normalize, sigmoid_columns,
                                      softmax_columns, svm_scores, tree_scores)
@@ -654,6 +655,11 @@ def _onnx_mlas_tanh(op, input_dtypes, context):
     return _OneBlockNode(op, tanh_columns, TorchMath, 64)
 
 
+@register_lowering("onnx_quantile")
+def _onnx_quantile(op, input_dtypes, context):
+    return _OneBlockNode(op, quantile_columns, TorchMath, 96)
+
+
 # ------------------------------------------- Log and Pow of computed blocks (PowerTransformer)
 class PositionTorchMath(ReduceTorchMath):
     """``ReduceTorchMath`` and each row's place in the call (the twin of the IR's
@@ -690,6 +696,38 @@ def _onnx_powf(op, input_dtypes, context):
     node = _OneBlockNode(op, powf_columns, ReduceTorchMath, 160)
     node.refused_by = _slow_export_refusal("an ONNX Pow of a computed block (glibc's powf)")
     return node
+
+
+class _TableTorchMath(PositionTorchMath):
+    """``PositionTorchMath`` whose ``take`` also reads a registered table buffer."""
+
+    @staticmethod
+    def take(table, index):
+        if isinstance(table, torch.Tensor):  # torch.take: a gather, unlike indexing
+            return torch.take(table, index.to(torch.int64).contiguous())
+        return PositionTorchMath.take(table, index)
+
+
+class OnnxIsolationForestNode(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = _PlainOp(op)
+        self.op.whole_call, self.op.n_trees = op.whole_call, op.n_trees
+        packet, tail, offsets = op.flat_tables()
+        self.register_buffer("packet", torch.from_numpy(packet))
+        self.register_buffer("tail", torch.from_numpy(tail))
+        self.register_buffer("offsets", torch.from_numpy(offsets))
+        self.estimate_bytes = lambda n_rows: 64 * n_rows * op.n_trees
+        self.refused_by = _slow_export_refusal("skl2onnx's IsolationForest scores (glibc's powf)")
+
+    def forward(self, x):
+        return (isolation_forest_outputs(self.op, x, self.packet, self.tail, self.offsets,
+                                          _TableTorchMath),)
+
+
+@register_lowering("onnx_isolation_forest")
+def _onnx_isolation_forest(op, input_dtypes, context):
+    return OnnxIsolationForestNode(op)
 
 
 class OnnxSquaredDistancesNode(nn.Module):

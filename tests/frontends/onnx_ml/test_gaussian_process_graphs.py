@@ -74,17 +74,17 @@ def test_other_fits(seed, n_train):
                  "torch")
 
 
-@pytest.mark.parametrize("backend_name", ["onnx", "tvm"])
-def test_exporting_backends_equal_or_refused(rng, backend_name):
+@pytest.mark.parametrize("backend", ["onnx", "tvm"])
+def test_exporting_backends_equal_or_refused(rng, backend):
     from woodstar.backends import all_backends
 
-    if not all_backends()[backend_name].is_available()[0]:
-        pytest.skip(f"backend {backend_name} is not installed")
+    if not all_backends()[backend].is_available()[0]:
+        pytest.skip(f"backend {backend} is not installed")
     graph = _graph(rng, "rbf", 5)  # a small kernel: the onnx export of each column is slow
     try:
-        container = woodstar.convert(graph, backend_name)
+        container = woodstar.convert(graph, backend)
     except MissingConverter as refused:
-        assert backend_name in str(refused)
+        assert backend in str(refused)
         return
     X = _rows(rng, 200)
     np.testing.assert_array_equal(container.predict(X), session(graph).run(None, {"X": X})[0])

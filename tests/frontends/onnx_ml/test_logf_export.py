@@ -55,8 +55,9 @@ def _plain_rows(rng, n_rows, n_features):
     return X
 
 
+@pytest.mark.parametrize("backend", ["onnx"])  # sampled on CI as the other frontend cases
 @pytest.mark.parametrize("name", ["GaussianNB", "BernoulliNB", "MultinomialNB", "ComplementNB"])
-def test_naive_bayes_on_onnx(rng, name):
+def test_naive_bayes_on_onnx(rng, name, backend):
     graph = _naive_bayes(name, rng)
     rows = _plain_rows(rng, 1001, 5)
     if name in ("MultinomialNB", "ComplementNB"):

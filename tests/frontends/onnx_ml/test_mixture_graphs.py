@@ -114,7 +114,8 @@ def _available(name):
         pytest.skip(f"{name} is not installed")
 
 
-def test_onnx_backend_equals_onnx_runtime(rng):
+@pytest.mark.parametrize("backend", ["onnx"])  # sampled on CI as the other frontend cases
+def test_onnx_backend_equals_onnx_runtime(rng, backend):
     _available("onnx")
     for kind in ("full", "diag"):
         model, X = _fitted(kind, rng, 4, 3)

@@ -166,7 +166,7 @@ def test_tvm_is_refused(rng):
         pytest.skip("tvm is not installed")
     X = _data(rng, 30, 3)
     graph = _graph(KNeighborsRegressor(3).fit(X, X[:, 0]), X)
-    with pytest.raises(MissingConverter, match="k-nearest-neighbours.*tvm.*NaN"):
+    with pytest.raises(MissingConverter, match="nearest-neighbours.*tvm.*NaN"):
         woodstar.convert(graph, "tvm")
 
 

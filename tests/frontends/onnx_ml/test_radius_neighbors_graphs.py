@@ -84,8 +84,9 @@ def test_every_route(rng, kind, weights):
         _assert_rejected(container, graph, rows)
 
 
+@pytest.mark.parametrize("backend", ["onnx"])  # sampled on CI as the other frontend cases
 @pytest.mark.parametrize("kind, weights", [("classifier", "distance"), ("regressor", "uniform")])
-def test_onnx_backend(rng, kind, weights):
+def test_onnx_backend(rng, kind, weights, backend):
     graph = _graph(rng, kind, weights)
     rows = _rows(rng, 1003)
     container = woodstar.convert(graph, "onnx")

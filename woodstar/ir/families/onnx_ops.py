@@ -1212,7 +1212,8 @@ def exact_sum32(math, product, c):
     other = s + d  # the float32 neighbour on s's side when s is halfway
     halfway = (((d - d) == 0) & (d != 0) &
                (math.cast(math.cast(other, "float32"), "float64") == other))
-    away = (err != 0) & ((err > 0) == (d > 0))
+    # the error on d's side (no comparison of two truth values: TVM's LLVM rejects it)
+    away = ((err > 0) & (d > 0)) | ((err < 0) & (d < 0))
     return math.where(halfway & away, math.cast(other, "float32"), rounded)
 
 

@@ -62,7 +62,7 @@ def rng(request):
 # same way; their own suite (tests/backends) runs whole. The full matrix would take
 # hours on CI's 2 cores; WOODSTAR_FULL_MATRIX=1 runs it anyway.
 FULL_MATRIX_BACKENDS = ("torch", "torch.jit")
-FRONTEND_CASE_SAMPLING = {"onnx": 4, "tvm": 5, "torch.compile": 8}
+FRONTEND_CASE_SAMPLING = {"onnx": 6, "tvm": 8, "torch.compile": 12}
 _PRECISIONS = ("float32", "float64")
 
 

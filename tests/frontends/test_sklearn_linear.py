@@ -5,6 +5,7 @@ model equals scikit-learn on every backend, for float32, float64, integer and
 DataFrame input, with values far from the training data, NaN and infinities (refused
 where scikit-learn refuses them)."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -103,6 +104,7 @@ def _targets(X, kind, rng):
     return signal
 
 
+@functools.lru_cache(maxsize=None)  # one fit per case and worker: conversions do not change it
 def _fit(linear_name, scaler_name, seed=0):
     factory, target, on_float32 = LINEAR[linear_name]
     rng = np.random.default_rng(seed)

@@ -3,10 +3,13 @@ VotingRegressor graph (LinearRegressors or other regressors, Mul, Flatten, Sum)
 against ONNX Runtime running the same graph, to the bit, on the CPU route, the Torch
 program and torch.jit, on fresh rows with NaN, 1 row, a few and over a thousand."""
 
+import os
+
 import numpy as np
 import pytest
 
 import woodstar
+from tests.conftest import BASE_SEED
 from woodstar.exceptions import MissingConverter
 
 from ._graphs import session
@@ -29,10 +32,10 @@ def _graph(model, n_features):
     return skl2onnx.to_onnx(model, np.zeros((1, n_features), np.float32), target_opset=OPSETS)
 
 
-def _one_class_svm(rng, kernel, n_features=4):
+def _one_class_svm(rng, kernel, n_features=4, n_train=150):
     from sklearn.svm import OneClassSVM
 
-    X = rng.normal(size=(150, n_features)).astype(np.float32)
+    X = rng.normal(size=(n_train, n_features)).astype(np.float32)
     return OneClassSVM(kernel=kernel, nu=0.3, gamma=0.4, coef0=0.5, degree=2).fit(X)
 
 
@@ -167,12 +170,20 @@ def _available(name):
         pytest.skip(f"{name} is not installed")
 
 
-@pytest.mark.parametrize("exporter", ["onnx", "tvm"])
+EXPORTERS = ("onnx", "tvm")
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
 def test_compiling_backends_equal_onnx_runtime(rng, exporter):
+    """A minute per exporter here: CI runs one of the two, picked by the test seed."""
     from sklearn.linear_model import LinearRegression, Ridge
 
+    if (os.environ.get("WOODSTAR_FULL_MATRIX") != "1"
+            and EXPORTERS[BASE_SEED % len(EXPORTERS)] != exporter):
+        pytest.skip("sampled out this run (test seed; WOODSTAR_FULL_MATRIX=1 runs both)")
     _available(exporter)
     X = _rows(rng, 1100, 4)
-    _check_one_class(_graph(_one_class_svm(rng, "rbf"), 4), X, [(exporter, None)])
+    # few training rows: each support vector is an unrolled step of the exported program
+    _check_one_class(_graph(_one_class_svm(rng, "rbf", n_train=20), 4), X, [(exporter, None)])
     graph = _graph(_voting(rng, [("a", LinearRegression()), ("b", Ridge())], n_features=4), 4)
     _check_regressor(graph, X, [(exporter, None)])

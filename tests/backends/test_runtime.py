@@ -27,6 +27,24 @@ def test_thread_setting_is_restored(backend, sk_models):
     assert torch.get_num_threads() == before
 
 
+def test_torchscript_calls_on_cpu_skip_the_graph_optimiser_and_restore_it(sk_models):
+    """The profiling executor's specialised plans cost seconds on large programs and
+    gave no speed on CPU: calls run the plain plan, and the thread's setting is put back."""
+    model, X = sk_models["rf"]
+    converted = woodstar.convert(model, "torch.jit", extra_config={"small_batch_rows": 0})
+    runner = converted._programs["float32"]
+    traced, seen = runner.model, []
+
+    def recording(x):
+        seen.append(torch._C._get_graph_executor_optimize())
+        return traced(x)
+
+    runner._model = recording
+    assert torch._C._get_graph_executor_optimize()
+    np.testing.assert_array_equal(converted.predict_proba(X[:7]), model.predict_proba(X[:7]))
+    assert seen == [False] and torch._C._get_graph_executor_optimize()
+
+
 def test_torch_runs_under_n_threads_and_restores(sk_models):
     model, X = sk_models["rf"]
     before = torch.get_num_threads()

@@ -36,6 +36,16 @@ class TorchScriptRunner(TorchRunner):
                 traced = trace(module, _example(module), device)
         super().__init__(module, options, device, model=traced)
 
+    def run_tensor(self, x: torch.Tensor):
+        if self.device.type != "cpu":
+            return super().run_tensor(x)
+        # On CPU the profiling executor's specialised plans run no faster than its
+        # plain one (docs/benchmarks.md, "torch.jit: the profiling executor"), and
+        # building them takes seconds to minutes on a program of tens of thousands of
+        # ops (exact float32 sums over a wide input), on the first calls of each shape.
+        with torch.jit.optimized_execution(False):
+            return super().run_tensor(x)
+
     def to(self, device):
         return TorchScriptRunner(self.module, self.options, device)
 

@@ -165,7 +165,10 @@ class GaussianMixtureNode(nn.Module):
                 + norms[:, None] * self.precisions[None, :]
         gauss = (-0.5 * (self.constant + log_prob)).to(self.out_dtype) + self.log_det[None, :]
         weighted = gauss + self.extra[None, :] + self.log_weights[None, :]
-        norm = torch.logsumexp(weighted, dim=1)
+        # logsumexp written out: torch.logsumexp exports as amax, which TVM's importer lacks
+        top = weighted.max(dim=1, keepdim=True).values
+        top = torch.where(torch.abs(top) == math.inf, torch.zeros_like(top), top)
+        norm = torch.log(torch.exp(weighted - top).sum(dim=1)) + top[:, 0]
         proba = torch.exp(weighted - norm[:, None])
         label = torch.argmax(weighted, dim=1).to(weighted.dtype)
         return weighted, torch.cat([proba, label[:, None], norm[:, None]], dim=1)

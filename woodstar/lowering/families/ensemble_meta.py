@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...exceptions import unsupported_message
 from ..ops import register_lowering
 from ._constants import register_constant
 
@@ -176,6 +177,11 @@ class CalibrateNode(nn.Module):
             _buffer(self, "a", op.a)
             _buffer(self, "b", op.b)
         else:
+            # TVM's build of the interpolation gave every row the same probabilities
+            self.refused_by = {"tvm": unsupported_message(
+                "CalibratedClassifierCV(method='isotonic')", "backend", "tvm",
+                "torch, torch.jit, torch.compile, onnx: TVM's build of the isotonic "
+                "interpolation gives other answers than the Torch program")}
             for j in range(op.n_columns):
                 x, y = op.thresholds(j)
                 _buffer(self, f"x_{j}", x)
@@ -196,7 +202,8 @@ class CalibrateNode(nn.Module):
         if self.numpy_interp:
             return self._np_interp(x, y, t)
         # np.searchsorted(x, t) (left side): how many thresholds are below t
-        hi = (t.unsqueeze(1) > x.unsqueeze(0)).sum(dim=1).clamp(1, x.shape[0] - 1)
+        # counted as integers: TVM sums a boolean tensor as booleans
+        hi = (t.unsqueeze(1) > x.unsqueeze(0)).to(torch.int64).sum(dim=1).clamp(1, x.shape[0] - 1)
         lo = hi - 1
         x_lo, x_hi = torch.index_select(x, 0, lo), torch.index_select(x, 0, hi)
         y_lo, y_hi = torch.index_select(y, 0, lo), torch.index_select(y, 0, hi)
@@ -208,7 +215,7 @@ class CalibrateNode(nn.Module):
         """np.interp: j with x[j] <= t < x[j + 1]; y[j] where t equals x[j], the last
         value from the last threshold on, else the slope formula."""
         n = x.shape[0]
-        j = (t.unsqueeze(1) >= x.unsqueeze(0)).sum(dim=1) - 1
+        j = (t.unsqueeze(1) >= x.unsqueeze(0)).to(torch.int64).sum(dim=1) - 1
         inside = j.clamp(0, n - 2)
         x_lo, x_hi = torch.index_select(x, 0, inside), torch.index_select(x, 0, inside + 1)
         y_lo, y_hi = torch.index_select(y, 0, inside), torch.index_select(y, 0, inside + 1)
@@ -344,6 +351,7 @@ class WeightedMedianNode(nn.Module):
         m = len(op.weights)
         _buffer(self, "weights", op.weights)
         _buffer(self, "not_after", np.tril(np.ones((m, m), dtype=bool)), torch.bool)
+        register_constant(self, "infinity", float("inf"), self.dtype)
         self.estimate_bytes = _estimate(m * m * 3)
 
     def forward(self, *inputs):
@@ -352,8 +360,9 @@ class WeightedMedianNode(nn.Module):
         before = (other < mine) | ((other == mine) & self.not_after.unsqueeze(0))
         cdf = (before.to(F64) * self.weights.reshape(1, 1, -1)).sum(dim=2)
         reached = cdf >= 0.5 * self.weights.sum()
-        candidates = torch.where(reached, p, torch.full_like(p, float("inf")))
-        return (candidates.min(dim=1, keepdim=True).values,)
+        candidates = torch.where(reached, p, self.infinity)  # a constant: TVM fails on full
+        # min as -max(-x): TVM's importer has max.dim, not min.dim
+        return (-(-candidates).max(dim=1, keepdim=True).values,)
 
 
 @register_lowering("meta_weighted_median")

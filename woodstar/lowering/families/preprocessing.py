@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...exceptions import unsupported_message
 from ...ir.families.preprocessing import BOUNDS_THRESHOLD, normal_clip_bounds
 from ..ops import register_lowering
 from ._constants import register_constant
@@ -34,7 +35,9 @@ class NormalizeNode(nn.Module):
         elif self.norm == "l2":
             norms = torch.sqrt((x * x).sum(dim=1))
         else:
-            norms = torch.abs(x).amax(dim=1)
+            norms = torch.abs(x).max(dim=1).values  # TVM's importer has max.dim, not amax
+            # NumPy's max is NaN on a row holding one; ONNX Runtime's ReduceMax is not
+            norms = torch.where(torch.isnan(x).any(dim=1), x.sum(dim=1), norms)
         norms = torch.where(norms < self.eps10, torch.ones_like(norms), norms)
         return (x / norms.unsqueeze(1),)
 
@@ -202,6 +205,12 @@ class QuantileTransformNode(nn.Module):
             clip_min, clip_max = normal_clip_bounds()
             register_constant(self, "clip_min", clip_min)
             register_constant(self, "clip_max", clip_max)
+            reason = ("the 'torch', 'torch.jit' and 'torch.compile' backends: the normal "
+                      "output's quantile function (torch.special.ndtri) has no ONNX "
+                      "operator and no TVM operator")
+            self.refused_by = {backend: unsupported_message(
+                "QuantileTransformer(output_distribution='normal')", "backend", backend, reason)
+                for backend in ("onnx", "tvm")}
         self.n_quantiles = q.shape[1]
         self.estimate_bytes = _estimate(op.n_features * (self.n_quantiles + 8), op.n_features)
 

@@ -19,7 +19,8 @@ from ..ops import register_lowering
 def _mod(a, b):
     """NumPy's float ``%``: fmod, moved into the divisor's sign."""
     m = torch.fmod(a, b)
-    return torch.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+    # logical_xor, not a != of two truth values: TVM's LLVM rejects a float compare of booleans
+    return torch.where((m != 0) & torch.logical_xor(b < 0, m < 0), m + b, m)
 
 
 class SplineNode(nn.Module):

@@ -202,8 +202,7 @@ class CalibrateNode(nn.Module):
         if self.numpy_interp:
             return self._np_interp(x, y, t)
         # np.searchsorted(x, t) (left side): how many thresholds are below t
-        # counted as integers: TVM sums a boolean tensor as booleans
-        hi = (t.unsqueeze(1) > x.unsqueeze(0)).to(torch.int64).sum(dim=1).clamp(1, x.shape[0] - 1)
+        hi = (t.unsqueeze(1) > x.unsqueeze(0)).sum(dim=1).clamp(1, x.shape[0] - 1)
         lo = hi - 1
         x_lo, x_hi = torch.index_select(x, 0, lo), torch.index_select(x, 0, hi)
         y_lo, y_hi = torch.index_select(y, 0, lo), torch.index_select(y, 0, hi)
@@ -215,7 +214,7 @@ class CalibrateNode(nn.Module):
         """np.interp: j with x[j] <= t < x[j + 1]; y[j] where t equals x[j], the last
         value from the last threshold on, else the slope formula."""
         n = x.shape[0]
-        j = (t.unsqueeze(1) >= x.unsqueeze(0)).to(torch.int64).sum(dim=1) - 1
+        j = (t.unsqueeze(1) >= x.unsqueeze(0)).sum(dim=1) - 1
         inside = j.clamp(0, n - 2)
         x_lo, x_hi = torch.index_select(x, 0, inside), torch.index_select(x, 0, inside + 1)
         y_lo, y_hi = torch.index_select(y, 0, inside), torch.index_select(y, 0, inside + 1)

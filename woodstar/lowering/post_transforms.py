@@ -3,7 +3,15 @@
 import torch
 from torch import nn
 
-__all__ = ["PostTransform"]
+__all__ = ["PostTransform", "logistic"]
+
+
+def logistic(z: torch.Tensor) -> torch.Tensor:
+    """scipy's expit, ``1 / (1 + exp(-z))``, written out rather than ``torch.sigmoid``:
+    ONNX's Sigmoid in ONNX Runtime flushes a logistic below exp(-37) to 0 in float64
+    (and loses digits from exp(-10)), where scikit-learn keeps the tiny value; a
+    one-vs-rest normalisation then divides by zero. Written out, every backend keeps it."""
+    return 1.0 / (1.0 + torch.exp(-z))
 
 
 class PostTransform(nn.Module):
@@ -21,9 +29,9 @@ class PostTransform(nn.Module):
         if self.kind == "identity":
             return z
         if self.kind == "sigmoid":
-            return torch.sigmoid(z)
+            return logistic(z)
         if self.kind == "sigmoid_binary":
-            p = torch.sigmoid(z[:, :1])
+            p = logistic(z[:, :1])
             return torch.cat([1.0 - p, p], dim=1)
         if self.kind == "identity_binary":
             return torch.cat([1.0 - z[:, :1], z[:, :1]], dim=1)
@@ -39,7 +47,7 @@ class PostTransform(nn.Module):
         if self.kind in ("softmax", "softmax_libm"):
             return torch.softmax(z, dim=1)
         if self.kind == "sigmoid_ovr":
-            p = torch.sigmoid(z)
+            p = logistic(z)
             total = p.sum(dim=1, keepdim=True)
             # Rows whose sigmoids all round to 0 get uniform probabilities (scikit-learn).
             zero = total == 0

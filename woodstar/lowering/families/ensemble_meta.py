@@ -13,6 +13,7 @@ from torch import nn
 
 from ...exceptions import unsupported_message
 from ..ops import register_lowering
+from ..post_transforms import logistic
 from ._constants import register_constant
 
 __all__ = []
@@ -232,7 +233,7 @@ class CalibrateNode(nn.Module):
         for j, class_idx in enumerate(self.class_index):
             s = scores[:, j]
             if self.method == "sigmoid":
-                p = torch.sigmoid(-(self.a[j] * s + self.b[j]))
+                p = logistic(-(self.a[j] * s + self.b[j]))
             else:
                 p = self._isotonic(j, s)
             columns[class_idx] = p

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ..post_transforms import logistic
 
 __all__ = ["MLPNode"]
 
@@ -20,18 +21,10 @@ def _softmax(x):
     return e / torch.sum(e, dim=1, keepdim=True)
 
 
-def _logistic(x):
-    # scipy's expit, 1 / (1 + exp(-x)): below about -709 exp(-x) overflows and the
-    # probability is 0, as in scikit-learn; above, a very negative x keeps its tiny
-    # probability (ONNX Runtime's Sigmoid rounds exp(-484) to 0, whose log is -inf
-    # where scikit-learn's is -484).
-    return 1 / (1 + torch.exp(-x))
-
-
 _ACTIVATIONS = {
     "identity": lambda x: x,
     "exp": torch.exp,
-    "logistic": _logistic,
+    "logistic": logistic,  # below about -709 exp(-x) overflows: 0, as in scikit-learn
     "tanh": torch.tanh,
     "relu": torch.relu,
     "softmax": _softmax,

@@ -12,12 +12,14 @@ several times times them all in the same interleaved rounds (``candidate:<name>`
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,1000,100000]
        [--candidate path/to/c_walk.c --candidate-name "what it changes"] [--rounds 3]
+       [--node-walk-candidate]  (the shipped kernel without its AVX-512 walk)
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
 ratios to the shipped kernel (``ratio_to_c_walk``: > 1 means slower than it).
 """
 
 import argparse
 import statistics
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,7 @@ import woodstar
 from woodstar.runtimes import c_walk
 from benchmarks._ab import interleaved_median_ms, write_results
 from benchmarks.candidates import NotAvailable, _onedal, as_proba
-from benchmarks.models import ModelSpec, load_model, test_rows
+from benchmarks.models import MODEL_SPECS, ModelSpec, load_model, test_rows
 
 OUT = Path(__file__).parent / "results" / "kernel_onedal.json"
 SPECS = {
@@ -35,6 +37,9 @@ SPECS = {
                            params=(("n_estimators", 300), ("max_depth", 8))),
     "lgbm_300x255": ModelSpec("lgbm_300x255", "lightgbm", "LightGBM, 300 trees, 255 leaves",
                               params=(("n_estimators", 300), ("num_leaves", 255))),
+    # the grid's scikit-learn trees (no oneDAL peer: its model builders take boosters)
+    "rf_100x8": MODEL_SPECS["rf_100x8"],
+    "gbdt_100x3": MODEL_SPECS["gbdt_100x3"],
 }
 REPEATS = {1: 300, 1000: 40, 100_000: 5}
 
@@ -68,6 +73,8 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
     for name in names:
         spec = SPECS[name]
         model = load_model(spec)
+        if "n_jobs" in model.get_params():  # a forest's threads add its trees in any order
+            model.set_params(n_jobs=1)      # the serial order, which woodstar gives
         X_all = test_rows(spec, max(rows_list))
         for threads in threads_list:
             torch.set_num_threads(threads)
@@ -115,9 +122,21 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
     return results
 
 
+def _node_walk_only_source():
+    """c_walk.c with its AVX-512 check answering no: no complete-tree copies are made
+    and every row takes the node walk (the kernel on a CPU without AVX-512)."""
+    text = c_walk.SOURCE.read_text()
+    marker = "static int simd_support = -1;"
+    if marker not in text:
+        raise SystemExit(f"{c_walk.SOURCE} no longer has {marker!r}")
+    path = Path(tempfile.mkdtemp()) / "c_walk_node_walk_only.c"
+    path.write_text(text.replace(marker, "static int simd_support = 0;"))
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
-    parser.add_argument("models", nargs="*", default=list(SPECS))
+    parser.add_argument("models", nargs="*", default=["xgb_300x8", "lgbm_300x255"])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rows", default="1,1000,100000")
     parser.add_argument("--rounds", type=int, default=3)
@@ -125,8 +144,13 @@ def main(argv=None):
                         help="another c_walk.c to time (may be given several times)")
     parser.add_argument("--candidate-name", action="append", default=[],
                         help="what each candidate changes (recorded with each row)")
+    parser.add_argument("--node-walk-candidate", action="store_true",
+                        help="add the shipped kernel with its AVX-512 walk turned off")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
+    if args.node_walk_candidate:
+        args.candidate.append(str(_node_walk_only_source()))
+        args.candidate_name.append("the node walk only (no AVX-512 complete-tree walk)")
     names = [args.candidate_name[i] if i < len(args.candidate_name) else Path(c).stem
              for i, c in enumerate(args.candidate)]
     one = args.candidate[0] if len(args.candidate) == 1 else None

@@ -17,7 +17,10 @@
  * nodes stay in cache while every row of the block walks it; each row still receives
  * its trees in order. Models without a missing range get a kernel without its test;
  * models with categorical splits a kernel that tests a node's bitset where it has one.
- * Large calls split their rows over threads (run_ranges).
+ * Large calls split their rows over threads (run_ranges). On a CPU with AVX-512 (asked
+ * at run time; the build needs only the compiler's intrinsics), row blocks without NaN
+ * walk the float route's trees of depth <= 8 sixteen rows per vector over complete-tree
+ * copies (complete_trees below); the node walk takes every other case.
  *
  * No -ffast-math: it would break the NaN tests.
  */
@@ -26,6 +29,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX512_DISPATCH 1
+#endif
 
 #define ROW_BLOCK 64
 #define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
@@ -36,7 +43,9 @@
  * the lanes in at[]. It cut 100,000-row calls of XGBoost 300 x 8 to about 0.88 of the
  * time (benchmarks/notes.md, "Tree kernel vs oneDAL"); on LightGBM's deep trees (depth
  * 9-39) it cost 12-20%, and with a loop over a leaf's width (forests' vector leaves)
- * it gained nothing: those keep at[]. Depths 9-15 were not measured. */
+ * it gained nothing: those keep at[]. Depths 9-15 were not measured. With AVX-512 the
+ * complete-tree walk takes a clean block's rows 16 at a time first; the groups and at[]
+ * take what is left (and every row on other CPUs). */
 #define GROUP_ROWS 8
 #define GROUP_MAX_DEPTH 8
 #define DEFAULT_LEFT 1
@@ -115,13 +124,176 @@ DEFINE_CATEGORY_LEFT(double, trunc)
         at[i] = next;                                                                      \
     }
 
+/* Complete-tree copies (c_walk.py, _complete_trees) of the float route's trees of depth
+ * <= GROUP_MAX_DEPTH: per tree, its internal nodes level by level (node i's children at
+ * 2i + 1 and 2i + 2, a leaf above the last level passing every row left against +inf)
+ * and its 2^depth leaves. A row's position p within a level names its node, so a
+ * level's features and thresholds are small tables that AVX-512 permutes by p; only the
+ * row's value is gathered from memory. (Gathering each lane's node fields instead, four
+ * gathers a level, was slower than the scalar lanes: benchmarks/notes.md, "Tree kernel
+ * vs oneDAL".) Each row still adds its trees in order, so the sums are unchanged. */
+typedef struct {
+    const int32_t *start;   /* per tree: its first slot, or -1 (no copy); NULL: no copies */
+    const int32_t *feature; /* per slot */
+    const float *threshold; /* per slot */
+    const void *leaf;       /* per slot: its leaf's width values, double or float as the sums */
+} complete_trees;
+
+#define SIMD_LANES 16
+#define SIMD_VECTORS (ROW_BLOCK / SIMD_LANES)  /* a block's vectors, walked together so
+                                                  their gathers overlap */
+#ifdef HAVE_AVX512_DISPATCH
+/* The 16 rows' sums, acc[0 .. 16 * width) (one row's width values after another), +=
+ * their leaves' values: one add per value, as the scalar loop's. Element e of the sums
+ * is row e / width's value e % width, at leaf[p[row] * width + e % width]. */
+__attribute__((target("avx512f")))
+static inline void add_leaves16(void *acc, const void *leaf, int64_t sum32, int64_t width,
+                                __m512i p)
+{
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i w = _mm512_set1_epi32((int)width);
+    const __m512 per_width = _mm512_set1_ps(1.0f / (float)width), half = _mm512_set1_ps(0.5f);
+    const int64_t chunk = sum32 ? 16 : 8;  /* values per register */
+    for (int64_t first = 0; first < SIMD_LANES * width; first += chunk) {
+        __m512i index = p;
+        if (width > 1) {  /* row e / width (exact: (e + 0.5) / width is 1 / (2 width) from an integer) */
+            const __m512i e = _mm512_add_epi32(lanes, _mm512_set1_epi32((int)first));
+            const __m512i row = _mm512_cvttps_epi32(
+                _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(e), half), per_width));
+            const __m512i k = _mm512_sub_epi32(e, _mm512_mullo_epi32(row, w));
+            index = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_permutexvar_epi32(row, p), w), k);
+        }
+        if (sum32) {
+            float *a = (float *)acc + first;
+            _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a),
+                                              _mm512_i32gather_ps(index, (const float *)leaf, 4)));
+        } else if (width > 1) {
+            double *a = (double *)acc + first;
+            _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
+                _mm512_i32gather_pd(_mm512_castsi512_si256(index), (const double *)leaf, 8)));
+        } else {  /* one value per row: both halves of p */
+            double *a = (double *)acc + first;
+            _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
+                _mm512_i32gather_pd(_mm512_castsi512_si256(p), (const double *)leaf, 8)));
+            _mm512_storeu_pd(a + 8, _mm512_add_pd(_mm512_loadu_pd(a + 8),
+                _mm512_i32gather_pd(_mm512_extracti64x4_epi64(p, 1), (const double *)leaf, 8)));
+            first += 8;
+        }
+    }
+}
+
+/* Walks rows / 16 vectors of 16 rows of a clean block down one complete tree and
+ * returns how many rows it walked. With acc (the tree fills every output of a row, so
+ * the rows' sums are contiguous), it adds their leaves there; else it leaves each row's
+ * leaf position in leaf_at for the caller's loop. */
+__attribute__((target("avx512f")))
+static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_cols,
+                                    const int32_t *feature, const float *threshold,
+                                    int32_t depth, int32_t *leaf_at, void *acc,
+                                    const void *leaf, int64_t sum32, int64_t width)
+{
+    const int64_t vectors = rows / SIMD_LANES;
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i p[SIMD_VECTORS], row_at[SIMD_VECTORS], f[SIMD_VECTORS];
+    __m512 t[SIMD_VECTORS];
+    for (int64_t k = 0; k < vectors; ++k) {
+        p[k] = _mm512_setzero_si512();
+        row_at[k] = _mm512_mullo_epi32(_mm512_add_epi32(lanes, _mm512_set1_epi32((int)(k * SIMD_LANES))),
+                                       _mm512_set1_epi32((int)n_cols));
+    }
+    for (int32_t level = 0; level < depth; ++level) {
+        const int64_t first = ((int64_t)1 << level) - 1, count = (int64_t)1 << level;
+        if (count <= SIMD_LANES) {  /* the level in one register */
+            const __m512i tf = _mm512_loadu_si512((const void *)(feature + first));
+            const __m512 tt = _mm512_loadu_ps(threshold + first);
+            for (int64_t k = 0; k < vectors; ++k) {
+                f[k] = _mm512_permutexvar_epi32(p[k], tf);
+                t[k] = _mm512_permutexvar_ps(p[k], tt);
+            }
+        } else {  /* 32 nodes per pair of registers, the pair chosen by p / 32 */
+            for (int64_t k = 0; k < vectors; ++k) {
+                f[k] = _mm512_setzero_si512();
+                t[k] = _mm512_setzero_ps();
+            }
+            for (int64_t c = 0; c < count / 32; ++c) {
+                const int32_t *fc = feature + first + 32 * c;
+                const float *tc = threshold + first + 32 * c;
+                const __m512i f0 = _mm512_loadu_si512((const void *)fc);
+                const __m512i f1 = _mm512_loadu_si512((const void *)(fc + 16));
+                const __m512 t0 = _mm512_loadu_ps(tc), t1 = _mm512_loadu_ps(tc + 16);
+                for (int64_t k = 0; k < vectors; ++k) {
+                    const __mmask16 here = _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(p[k], 5),
+                                                                   _mm512_set1_epi32((int)c));
+                    f[k] = _mm512_mask_mov_epi32(f[k], here, _mm512_permutex2var_epi32(f0, p[k], f1));
+                    t[k] = _mm512_mask_mov_ps(t[k], here, _mm512_permutex2var_ps(t0, p[k], t1));
+                }
+            }
+        }
+        for (int64_t k = 0; k < vectors; ++k) {
+            const __m512 v = _mm512_i32gather_ps(_mm512_add_epi32(row_at[k], f[k]), xb, 4);
+            const __mmask16 left = _mm512_cmp_ps_mask(v, t[k], _CMP_LE_OQ);
+            const __m512i twice = _mm512_slli_epi32(p[k], 1);
+            p[k] = _mm512_mask_add_epi32(twice, (__mmask16)~left, twice, one);
+        }
+    }
+    const size_t acc_size = sum32 ? sizeof(float) : sizeof(double);
+    for (int64_t k = 0; k < vectors; ++k) {
+        if (acc)
+            add_leaves16((char *)acc + (size_t)(k * SIMD_LANES * width) * acc_size, leaf,
+                         sum32, width, p[k]);
+        else
+            _mm512_storeu_si512((void *)(leaf_at + k * SIMD_LANES), p[k]);
+    }
+    return vectors * SIMD_LANES;
+}
+#endif
+
+static int simd_support = -1;  /* unknown yet; then 0 or 1 */
+
+/* 1 when this CPU walks complete trees with AVX-512 (tests and benchmarks read it). */
+int64_t woodstar_simd_walk(void)
+{
+#ifdef HAVE_AVX512_DISPATCH
+    if (simd_support < 0) simd_support = __builtin_cpu_supports("avx512f") ? 1 : 0;
+#endif
+    return simd_support == 1;
+}
+
+static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t n_cols,
+                                          const complete_trees *ct, int64_t tree,
+                                          int32_t depth, int32_t *leaf_at, void *acc,
+                                          const void *leaf, int64_t sum32, int64_t width)
+{
+    if (!ct->start || ct->start[tree] < 0) return 0;
+#ifdef HAVE_AVX512_DISPATCH
+    if (woodstar_simd_walk())
+        return complete_walk_avx512(xb, rows, n_cols, ct->feature + ct->start[tree],
+                                    ct->threshold + ct->start[tree], depth, leaf_at, acc,
+                                    leaf, sum32, width);
+#endif
+    (void)xb; (void)rows; (void)n_cols; (void)depth; (void)leaf_at; (void)acc; (void)leaf;
+    (void)sum32; (void)width;
+    return 0;
+}
+
+static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64_t n_cols,
+                                           const complete_trees *ct, int64_t tree,
+                                           int32_t depth, int32_t *leaf_at, void *acc,
+                                           const void *leaf, int64_t sum32, int64_t width)
+{
+    (void)xb; (void)rows; (void)n_cols; (void)ct; (void)tree; (void)depth; (void)leaf_at;
+    (void)acc; (void)leaf; (void)sum32; (void)width;
+    return 0;  /* the double route keeps its node walk */
+}
+
 #define DEFINE_WALK(NAME, NODE, T, STEP, ACC, CLEAN_STEP)                                 \
 static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes,            \
                  const int32_t *roots, const int32_t *depths, const int32_t *out_start,    \
                  int64_t n_trees, const ACC *leaf_value, int64_t width,                    \
                  double range_lo, double range_hi, ACC *out, int64_t n_out,                \
                  const int32_t *cat_start, const int32_t *cat_size,                        \
-                 const uint32_t *cat_bits, int64_t cat_rule)                               \
+                 const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct)     \
 {                                                                                          \
     const T lo = (T)range_lo, hi = (T)range_hi;                                            \
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
@@ -163,8 +335,19 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             const int32_t root = roots[t], depth = depths[t];                              \
             ACC *acc = out + block * n_out + out_start[t];                                 \
             int64_t r0 = 0;                                                                \
-            if (clean && width == 1 && depth <= GROUP_MAX_DEPTH) /* see GROUP_ROWS */      \
-                for (; r0 + GROUP_ROWS <= rows; r0 += GROUP_ROWS) {                        \
+            if (clean && depth <= GROUP_MAX_DEPTH) {                                       \
+                const int one_sum = width == n_out && width <= 16; /* added in registers */ \
+                const ACC *leaf = ct->start ? (const ACC *)ct->leaf                        \
+                                              + (int64_t)ct->start[t] * width : NULL;      \
+                r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \
+                                       one_sum ? (void *)acc : NULL, leaf,                 \
+                                       sizeof(ACC) == sizeof(float), width);               \
+                if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */        \
+                    for (int64_t q = 0; q < r0; ++q)                                       \
+                        for (int64_t k = 0; k < width; ++k)                                \
+                            acc[q * n_out + k] += leaf[(int64_t)at[q] * width + k];        \
+                }                                                                          \
+                for (; width == 1 && r0 + GROUP_ROWS <= rows; r0 += GROUP_ROWS) { /* see GROUP_ROWS */ \
                     int32_t a[GROUP_ROWS];                                                 \
                     for (int q = 0; q < GROUP_ROWS; ++q) a[q] = root;                      \
                     for (int32_t level = 0; level < depth; ++level) {                      \
@@ -178,6 +361,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                     for (int q = 0; q < GROUP_ROWS; ++q)                                   \
                         acc[(r0 + q) * n_out] += leaf_value[a[q]];                         \
                 }                                                                          \
+            }                                                                              \
             for (int64_t r = r0; r < rows; ++r)                                            \
                 at[r] = root;                                                              \
             for (int32_t level = 0; level < depth; ++level) {                              \
@@ -223,6 +407,7 @@ typedef struct {
     const int32_t *cat_start, *cat_size;  /* per node: its bitset's first word, words */
     const uint32_t *cat_bits;
     int64_t has_categorical, cat_rule;
+    complete_trees ct;
 } model;
 
 /* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
@@ -292,13 +477,13 @@ static void NAME##_range(const model *m, const char *x, int64_t n_rows, char *ou
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const float *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (float *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,   \
-            m->cat_rule);                                                                  \
+            m->cat_rule, &m->ct);                                                          \
     else                                                                                   \
         (m->has_categorical ? CAT : m->has_range ? RANGED : PLAIN)(                        \
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const double *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (double *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,  \
-            m->cat_rule);                                                                  \
+            m->cat_rule, &m->ct);                                                          \
 }                                                                                          \
 int64_t NAME(const model *m, const T *x, int64_t n_rows, void *out, int64_t n_threads)     \
 {                                                                                          \

@@ -35,7 +35,7 @@ from ._native import build, find_compiler
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
 from ..lowering.trees._layout import sibling_adjacent_layout
 
-__all__ = ["CTreeWalk", "SmallBatchEntry", "available", "unavailable_reason"]
+__all__ = ["CTreeWalk", "SmallBatchEntry", "available", "simd_walk", "unavailable_reason"]
 
 SOURCE = Path(__file__).with_name("c_walk.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread")
@@ -59,7 +59,9 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("range_lo", ctypes.c_double), ("range_hi", ctypes.c_double),
                 ("cat_start", ctypes.c_void_p), ("cat_size", ctypes.c_void_p),
                 ("cat_bits", ctypes.c_void_p), ("has_categorical", ctypes.c_int64),
-                ("cat_rule", ctypes.c_int64)]
+                ("cat_rule", ctypes.c_int64), ("ct_start", ctypes.c_void_p),
+                ("ct_feature", ctypes.c_void_p), ("ct_threshold", ctypes.c_void_p),
+                ("ct_leaf", ctypes.c_void_p)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -120,6 +122,7 @@ def _load_once():
     lib.woodstar_libm_link.restype = None
     lib.woodstar_libm_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double, ctypes.c_void_p]
+    lib.woodstar_simd_walk.restype = ctypes.c_int64
     lib.woodstar_xgb_link.restype = None
     lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_void_p]
@@ -130,6 +133,13 @@ def _load_once():
 def available() -> bool:
     """Whether the kernel is built (building it on the first call, about a second)."""
     return _load() is not None
+
+
+def simd_walk() -> bool:
+    """Whether this CPU walks the complete-tree copies with AVX-512 (else the row
+    groups and lanes of the node walk take every row)."""
+    lib = _load()
+    return lib is not None and bool(lib.woodstar_simd_walk())
 
 
 def unavailable_reason():
@@ -145,6 +155,11 @@ def _address(array: np.ndarray) -> int:
         return ctypes.addressof(ctypes.c_char.from_buffer(array))
     except (TypeError, ValueError, BufferError):  # read-only or empty
         return array.ctypes.data
+
+
+# Trees up to this depth (GROUP_MAX_DEPTH in c_walk.c) get a complete-tree copy for the
+# kernel's AVX-512 walk of row blocks without NaN; 0 turns the copies off.
+COMPLETE_TREE_MAX_DEPTH = 8
 
 
 class CTreeWalk(CpuRoute):
@@ -211,11 +226,58 @@ class CTreeWalk(CpuRoute):
                              int(ens.has_missing_range), int(self.sum32), *self.range,
                              _address(self.cat_start), _address(self.cat_size),
                              _address(self.cat_bits), int(categorical.any()),
-                             CATEGORICAL_RULES[ens.categorical_rule])
+                             CATEGORICAL_RULES[ens.categorical_rule],
+                             *self._complete_trees(ens, dtype))
         self._model_address = ctypes.addressof(self._model)
         self.steps_per_row = max(1, int(self.depths.sum()))
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
+
+    def _complete_trees(self, ens: TreeEnsemble, dtype: str):
+        """The complete-tree copies the kernel's AVX-512 walk reads (``complete_trees``
+        in c_walk.c): for the float route's trees of depth <= COMPLETE_TREE_MAX_DEPTH,
+        2^depth slots each, internal nodes level by level (node
+        ``i``'s children at ``2i + 1`` and ``2i + 2``; a leaf above the last level passes
+        rows on to its left child, feature 0 against +inf) and the last level's leaves.
+        Returns the structure's four pointers (all 0 when no tree takes a copy)."""
+        depths = self.depths.astype(np.int64)
+        takes = depths <= COMPLETE_TREE_MAX_DEPTH
+        if (dtype != "float32" or ens.has_categorical or ens.has_missing_range
+                or self.n_features >= 1 << 24  # 64 rows of int32 offsets
+                or not takes.any() or not simd_walk()):  # the first three keep the missing test
+            self.ct_start = None
+            return 0, 0, 0, 0
+        sizes = np.where(takes, 1 << depths, 0)
+        start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        total = int(sizes.sum()) + 32  # the kernel loads 16 or 32 slots from a level's first
+        feature = np.zeros(total, np.int32)
+        threshold = np.full(total, np.inf, np.float32)
+        leaf = np.zeros((total, self.width), self.sum_dtype)
+        node_threshold = node_thresholds(ens, dtype)
+        leaf_value = np.asarray(ens.leaf_value, np.float64).reshape(ens.n_nodes, -1)
+        offsets = np.asarray(ens.tree_offsets[:-1], np.int64)
+        # Every tree level by level at once: (tree, IR node, slot in its complete tree).
+        tree = np.flatnonzero(takes)
+        node, slot, level = offsets[tree], np.zeros(len(tree), np.int64), 0
+        while len(tree):
+            last = level == depths[tree]
+            leaf[start[tree[last]] + slot[last] - ((1 << depths[tree[last]]) - 1)] = \
+                leaf_value[node[last]]
+            tree, node, slot = tree[~last], node[~last], slot[~last]
+            internal = ens.left[node] >= 0
+            here = start[tree] + slot
+            feature[here[internal]] = ens.feature[node[internal]]
+            threshold[here[internal]] = node_threshold[node[internal]]
+            base = offsets[tree]
+            left = np.where(internal, base + ens.left[node], node)  # a leaf passes left
+            tree, node, slot = (np.concatenate([tree, tree[internal]]),
+                                np.concatenate([left, base[internal] + ens.right[node[internal]]]),
+                                np.concatenate([2 * slot + 1, 2 * slot[internal] + 2]))
+            level += 1
+        self.ct_start = np.ascontiguousarray(np.where(takes, start, -1), dtype=np.int32)
+        self.ct_feature, self.ct_threshold, self.ct_leaf = feature, threshold, leaf
+        return (_address(self.ct_start), _address(feature), _address(threshold),
+                _address(leaf))
 
     def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it

@@ -1,0 +1,72 @@
+"""The compiled walk's complete-tree copies (``complete_trees`` in c_walk.c: on a CPU
+with AVX-512, clean row blocks walk the float route's trees of depth <= 8 sixteen rows
+per vector, reading each level's nodes from a table by the rows' positions) against the
+IR's reference and against the node walk, to the bit: single-leaf trees, trees deeper
+than 8 beside shallow ones, vector leaves, float32 sums, values on thresholds and +-inf,
+partial vectors and blocks, and rows split over threads."""
+
+import numpy as np
+import pytest
+
+from woodstar.ir.reference import predict
+from woodstar.runtimes import c_walk
+
+from tests.lowering.test_strategies import CASES, inputs, random_ensemble
+
+pytestmark = pytest.mark.skipif(not c_walk.available(), reason=str(c_walk.unavailable_reason()))
+
+CLEAN_CASES = ["stump-sum", "deep-unbalanced", "softmax-3-outputs", "vector-leaves",
+               "vector-leaves-in-blocks", "forest-classifier", "binary-sigmoid"]
+
+
+def _ensemble(rng, case, sum32):
+    ens = random_ensemble(rng, n_trees=40, n_features=6, **CASES[case])
+    if sum32:  # XGBoost's float32 sums: its leaves and base score are float32 values
+        ens = ens.replace(sum_precision="float32", input_precision="float32",
+                          leaf_value=ens.leaf_value.astype(np.float32).astype(np.float64),
+                          base_score=ens.base_score.astype(np.float32).astype(np.float64))
+    return ens
+
+
+def _clean_rows(rng, ens, n):
+    X = inputs(rng, ens.n_features, n=n)  # many values on thresholds, and +-inf
+    X[np.isnan(X)] = -0.1
+    return X.astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows", [16, 40, 64, 65, 203])
+@pytest.mark.parametrize("case, sum32", [(c, False) for c in CLEAN_CASES] + [("binary-sigmoid", True)])
+def test_complete_trees_match_the_reference_and_the_node_walk(case, sum32, rows, threads, rng,
+                                                              monkeypatch):
+    ens = _ensemble(rng, case, sum32)
+    X = _clean_rows(rng, ens, rows)
+    walk = c_walk.CTreeWalk(ens, "float32", n_threads=threads)
+    walk.parallel_min_steps = 1  # threads from the first row
+    if c_walk.simd_walk():  # elsewhere no copies are made
+        assert (walk.ct_start >= 0).sum() == (walk.depths <= c_walk.COMPLETE_TREE_MAX_DEPTH).sum() > 0
+    raw, transformed = walk(X)
+    raw_ref, transformed_ref = predict(ens, X.astype(np.float64))
+    np.testing.assert_array_equal(raw, raw_ref)
+    if not sum32:  # float32 links: XGBoost's, tested in test_c_walk_exact.py
+        np.testing.assert_array_equal(transformed, transformed_ref)
+    monkeypatch.setattr(c_walk, "COMPLETE_TREE_MAX_DEPTH", -1)  # no copies: the node walk
+    node_walk = c_walk.CTreeWalk(ens, "float32", n_threads=threads)
+    assert node_walk.ct_start is None
+    np.testing.assert_array_equal(node_walk(X)[0], raw)
+
+
+def test_a_block_with_nan_and_the_float64_route_take_no_copies(rng):
+    ens = _ensemble(rng, "stump-sum", False)
+    X = _clean_rows(rng, ens, 130)
+    X[100, 2] = np.nan  # the second block keeps the node walk's missing test
+    raw, _ = c_walk.CTreeWalk(ens, "float32")(X)
+    np.testing.assert_array_equal(raw, predict(ens, X.astype(np.float64))[0])
+    assert c_walk.CTreeWalk(ens, "float64").ct_start is None
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads /proc/cpuinfo")
+def test_the_avx512_walk_is_taken_where_the_cpu_has_it():
+    with open("/proc/cpuinfo") as info:
+        flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    assert c_walk.simd_walk() == ("avx512f" in flags)

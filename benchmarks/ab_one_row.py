@@ -14,6 +14,8 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_one_row [--commit HEAD] [--rounds 6]
        PYTHONPATH=. python -m benchmarks.ab_one_row --candidates
        PYTHONPATH=. python -m benchmarks.ab_one_row --conversion
        PYTHONPATH=. python -m benchmarks.ab_one_row --small-batch [--rounds 5]
+           [--models scaler_logreg] [--small-batch-rows 64,100,128]
+           [--small-batch-output FILE]
 """
 
 import argparse
@@ -228,7 +230,7 @@ SMALL_BATCH_CELLS = [(1, np.float32), (1, np.float64), (10, np.float32), (64, np
                      (100, np.float32), (100, np.float64), (255, np.float32)]
 
 
-def small_batch(repeats, rounds):
+def small_batch(repeats, rounds, names=None, cells=None):
     """The one-call small-batch entries (the compiled walk's, c_walk.SmallBatchEntry; a
     linear model's, linear_entry.LinearSmallBatchEntry) against
     the full Python path, in one process: the same converted model with the entry on
@@ -250,12 +252,12 @@ def small_batch(repeats, rounds):
     X_all, _ = _data(300, seed=12345)
     X_all[3, 5] = np.nan
     rows = []
-    for name in ("rf_100x8", "xgb_300x8", "lgbm_100x31", "scaler_logreg"):
+    for name in names or ("rf_100x8", "xgb_300x8", "lgbm_100x31", "scaler_logreg"):
         model = models[name]
         on, off = woodstar.convert(model), woodstar.convert(model)
         off._small_batch = {"float32": False, "float64": False}
         ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model)))
-        for n, dtype in SMALL_BATCH_CELLS:
+        for n, dtype in cells or SMALL_BATCH_CELLS:
             X = np.ascontiguousarray(X_all[:n], dtype=dtype)
             if name == "scaler_logreg":  # refuses NaN: rows without it
                 X = np.ascontiguousarray(X_all[5:5 + n], dtype=dtype)
@@ -343,14 +345,21 @@ def main(argv=None):
                         help="time the candidates (compiled dot product, native entry point)")
     parser.add_argument("--small-batch", action="store_true",
                         help="time the small-batch native entry against the full path")
+    parser.add_argument("--small-batch-rows",
+                        help="with --small-batch: these row counts, float32 and float64 each")
+    parser.add_argument("--small-batch-output",
+                        default=str(ROOT / "benchmarks/results/one_row_native.json"))
     parser.add_argument("--conversion", action="store_true",
                         help="time convert's parts (frontend, lowering, compile)")
     args = parser.parse_args(argv)
     if args.child:
         return child(args.models, args.repeats)
     if args.small_batch:
-        rows = small_batch(args.repeats * 3, args.rounds)
-        output = ROOT / "benchmarks/results/one_row_native.json"
+        names = args.models.split(",") if args.models else None
+        cells = ([(int(n), np.dtype(d).type) for n in args.small_batch_rows.split(",")
+                  for d in ("float32", "float64")] if args.small_batch_rows else None)
+        rows = small_batch(args.repeats * 3, args.rounds, names, cells)
+        output = Path(args.small_batch_output)
         output.write_text(json.dumps({
             "date": time.strftime("%Y-%m-%d"), "threads": 1, "rounds": args.rounds,
             "entry_rows_allowed": SMALL_BATCH_LIMIT,

@@ -177,3 +177,25 @@ def test_the_entry_can_be_turned_off_for_timing(monkeypatch):
     np.testing.assert_array_equal(converted.predict_proba(row), model.predict_proba(row))
     assert converted._small_batch["float32"] is False
 
+
+
+def test_the_entry_takes_batches_up_to_its_cpus_ceiling():
+    """255 rows where it prepares rows with AVX-512, 64 where it goes value by value
+    (past those, NumPy's route is faster); larger batches take the full path."""
+    model = _fitted("scaled_logistic", np.float32)
+    converted = woodstar.convert(model, "torch")
+    converted.predict(_rows(np.float32, 10, 1))
+    entry = converted._small_batch["float32"]
+    ceiling = 255 if entry_module.simd_rows() else 64
+    assert entry.max_rows == ceiling
+    assert entry(_rows(np.float32, 10, ceiling)) is not None
+    assert entry(_rows(np.float32, 10, ceiling + 1)) is None
+    big = _rows(np.float32, 11, ceiling + 1)
+    np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads /proc/cpuinfo")
+def test_rows_are_prepared_with_avx512_where_the_cpu_has_it():
+    with open("/proc/cpuinfo") as info:
+        flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    assert entry_module.simd_rows() == ("avx512f" in flags)

@@ -11,10 +11,16 @@
  * Every other step is one IEEE operation per value, in the dtype NumPy uses for it: a
  * float32 operation is computed in double and rounded, which gives the same float for
  * +, -, * and / (a double holds more than twice a float's digits). Built with
- * -ffp-contract=off so that no multiply and add are fused.
+ * -ffp-contract=off so that no multiply and add are fused. On a CPU with AVX-512 (asked
+ * at run time) the steps take eight values of a row at a time with the same operations,
+ * which lets the entry pay up to 255 rows instead of 64 (linear_entry.py).
  */
 #include <math.h>
 #include <stdint.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX512_DISPATCH 1
+#endif
 
 #define LINEAR_LAYOUT 1
 
@@ -86,6 +92,70 @@ static int prepare_rows(const linear_spec *s, const void *X, int64_t n, void *sc
     return 1;
 }
 
+#ifdef HAVE_AVX512_DISPATCH
+/* prepare_rows, eight values of a row at a time: the same IEEE operations on each value
+ * (a float32 step computed in double and rounded, as (double)(float) does), the same
+ * refusals. Lanes past the row's end are masked off, so they compute nothing. */
+__attribute__((target("avx512f")))
+static int prepare_rows_avx512(const linear_spec *s, const void *X, int64_t n, void *scratch) {
+    const int64_t d = s->n_features;
+    const __m512d limit = _mm512_set1_pd(s->limit), infinity = _mm512_set1_pd(INFINITY);
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < d; j += 8) {
+            const int64_t i = r * d + j;
+            const __mmask8 lanes = d - j >= 8 ? 0xFF : (__mmask8)((1u << (d - j)) - 1u);
+            __m512d v = s->rows_double
+                ? _mm512_maskz_loadu_pd(lanes, (const double *)X + i)
+                : _mm512_cvtps_pd(_mm512_castps512_ps256(
+                      _mm512_maskz_loadu_ps(lanes, (const float *)X + i)));
+            const __mmask8 nan = _mm512_mask_cmp_pd_mask(lanes, v, v, _CMP_UNORD_Q);
+            if (nan && (s->check & CHECK_NAN)) return 0;
+            if ((s->check & CHECK_RANGE)
+                && _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(v), limit, _CMP_GT_OQ))
+                return 0;
+            for (int64_t k = 0; k < s->n_steps; k++) {
+                const __m512d before = v;
+                const __m512d operand = _mm512_maskz_loadu_pd(lanes, s->operands + k * d + j);
+                switch (s->step_ops[k]) {
+                case OP_ADD: v = _mm512_mask_add_pd(v, lanes, v, operand); break;
+                case OP_SUB: v = _mm512_mask_sub_pd(v, lanes, v, operand); break;
+                case OP_MUL: v = _mm512_mask_mul_pd(v, lanes, v, operand); break;
+                default: v = _mm512_mask_div_pd(v, lanes, v, operand); break;
+                }
+                if (!s->rows_double) v = _mm512_cvtps_pd(_mm512_cvtpd_ps(v));
+                const __mmask8 finite_before =
+                    _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(before), infinity, _CMP_LT_OQ);
+                if (finite_before & ~_mm512_cmp_pd_mask(_mm512_abs_pd(v), infinity, _CMP_LT_OQ))
+                    return 0;
+            }
+            if (s->product_double)
+                _mm512_mask_storeu_pd((double *)scratch + i, lanes, v);
+            else
+                _mm512_mask_storeu_ps((float *)scratch + i, (__mmask16)lanes,
+                                      _mm512_castps256_ps512(_mm512_cvtpd_ps(v)));
+        }
+    }
+    return 1;
+}
+#endif
+
+static int simd_support = -1;  /* unknown yet; then 0 or 1 */
+
+/* 1 when this CPU prepares rows with AVX-512 (tests read it). */
+int64_t woodstar_linear_simd(void) {
+#ifdef HAVE_AVX512_DISPATCH
+    if (simd_support < 0) simd_support = __builtin_cpu_supports("avx512f") ? 1 : 0;
+#endif
+    return simd_support == 1;
+}
+
+static int prepare(const linear_spec *s, const void *X, int64_t n, void *scratch) {
+#ifdef HAVE_AVX512_DISPATCH
+    if (woodstar_linear_simd()) return prepare_rows_avx512(s, X, n, scratch);
+#endif
+    return prepare_rows(s, X, n, scratch);
+}
+
 /* ``X @ coef.T`` as NumPy's matmul computes it for these shapes, into ``out``. */
 static int product(const linear_spec *s, const void *rows, int64_t n, double *out) {
     const int64_t d = s->n_features, k = s->n_outputs;
@@ -122,7 +192,7 @@ int64_t woodstar_linear_predict(const linear_spec *s, const void *X, int64_t n, 
     const int64_t d = s->n_features, k = s->n_outputs;
     double scratch[MAX_CELLS], sums[256];
     if (n < 1 || n * d > MAX_CELLS || n * k > 256) return 0;
-    if (!prepare_rows(s, X, n, scratch)) return 0;
+    if (!prepare(s, X, n, scratch)) return 0;
     if (!product(s, scratch, n, sums)) return 0;
     for (int64_t i = 0; i < n * k; i++) {
         const double z = sums[i] + s->intercept[i % k];  /* exact in double, then rounded */

@@ -22,15 +22,18 @@ from ..ir import INPUT
 from ..ir.transforms import apply_post_transform
 from ._native import NativeLibrary
 
-__all__ = ["LinearSmallBatchEntry", "linear_entry", "numpy_blas"]
+__all__ = ["LinearSmallBatchEntry", "linear_entry", "numpy_blas", "simd_rows"]
 
 _FLAGS = ("-O2", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
 _STEP_CODES = {"add": 1, "sub": 2, "mul": 3, "div": 4}
 _CHECK_NAN, _CHECK_RANGE = 1, 2
 _LINK_CODES = {"identity": 1, "sigmoid_binary": 2}  # any other link: NumPy's, after the call
-# Up to 64 rows the one call is faster than the NumPy route (SIMD ufuncs win on more
-# rows: docs/benchmarks.md); the C scratch holds 16384 row values and 256 scores.
-_MAX_ROWS, _MAX_CELLS = 64, 16384
+# The rows up to which the one call is faster than the NumPy route (docs/benchmarks.md,
+# "A linear model's small calls in one native call"): 64 where it prepares one value at a
+# time (NumPy's SIMD ufuncs win on more rows), 255 with AVX-512. The C scratch holds
+# 16384 row values and 256 scores.
+_MAX_ROWS_SCALAR, _MAX_ROWS_SIMD, _MAX_CELLS = 64, 255, 16384
+_MAX_ROWS = None  # set for a benchmark; else by the CPU
 _MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -50,6 +53,7 @@ def _setup(lib):
     lib.woodstar_linear_layout.restype = ctypes.c_int64
     if lib.woodstar_linear_layout() != 1000 + ctypes.sizeof(_Spec):
         raise RuntimeError("the C structure differs from the Python side")
+    lib.woodstar_linear_simd.restype = ctypes.c_int64
     lib.woodstar_linear_predict.restype = ctypes.c_int64
     lib.woodstar_linear_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                             ctypes.c_void_p, ctypes.c_void_p]
@@ -153,7 +157,9 @@ class LinearSmallBatchEntry:
         self.post_transform = linear.post_transform
         self._link = _LINK_CODES.get(linear.post_transform, 0)
         self.width = 2 if self._link == _LINK_CODES["sigmoid_binary"] else self.n_outputs
-        self.max_rows = min(_MAX_ROWS, _MAX_CELLS // self.n_features) if self.n_outputs == 1 \
+        ceiling = _MAX_ROWS or (_MAX_ROWS_SIMD if lib.woodstar_linear_simd()
+                                else _MAX_ROWS_SCALAR)
+        self.max_rows = min(ceiling, _MAX_CELLS // self.n_features) if self.n_outputs == 1 \
             else 1
         double = product == _F64
         self._spec = _Spec(
@@ -203,6 +209,13 @@ def _agrees(entry, graph, n_features, dtype) -> bool:
                         a, b, equal_nan=True):
                     return False
     return True
+
+
+def simd_rows() -> bool:
+    """Whether the entry prepares rows eight values at a time with AVX-512 (else one
+    value at a time; the answers are the same)."""
+    lib = _LIBRARY.load()
+    return lib is not None and bool(lib.woodstar_linear_simd())
 
 
 def linear_entry(ir, graph, precision: str, refuse_nan: bool, refuse_inf: bool):

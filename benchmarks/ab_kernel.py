@@ -12,7 +12,7 @@ several times times them all in the same interleaved rounds (``candidate:<name>`
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,1000,100000]
        [--candidate path/to/c_walk.c --candidate-name "what it changes"] [--rounds 3]
-       [--node-walk-candidate]  (the shipped kernel without its AVX-512 walk)
+       [--node-walk-candidate]  (the shipped kernel without its SIMD walks)
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
 ratios to the shipped kernel (``ratio_to_c_walk``: > 1 means slower than it).
 """
@@ -123,8 +123,8 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
 
 
 def _node_walk_only_source():
-    """c_walk.c with its AVX-512 check answering no: no complete-tree copies are made
-    and every row takes the node walk (the kernel on a CPU without AVX-512)."""
+    """c_walk.c with its CPU check answering "none": no complete-tree copies are made
+    and every row takes the node walk (the kernel on a CPU without AVX2)."""
     text = c_walk.SOURCE.read_text()
     marker = "static int simd_support = -1;"
     if marker not in text:
@@ -145,12 +145,12 @@ def main(argv=None):
     parser.add_argument("--candidate-name", action="append", default=[],
                         help="what each candidate changes (recorded with each row)")
     parser.add_argument("--node-walk-candidate", action="store_true",
-                        help="add the shipped kernel with its AVX-512 walk turned off")
+                        help="add the shipped kernel with its SIMD walks turned off")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
         args.candidate.append(str(_node_walk_only_source()))
-        args.candidate_name.append("the node walk only (no AVX-512 complete-tree walk)")
+        args.candidate_name.append("the node walk only (no SIMD complete-tree walk)")
     names = [args.candidate_name[i] if i < len(args.candidate_name) else Path(c).stem
              for i, c in enumerate(args.candidate)]
     one = args.candidate[0] if len(args.candidate) == 1 else None

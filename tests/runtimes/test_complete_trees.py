@@ -1,9 +1,10 @@
 """The compiled walk's complete-tree copies (``complete_trees`` in c_walk.c: on a CPU
-with AVX-512, clean row blocks walk the float route's trees of depth <= 8 sixteen rows
-per vector, reading each level's nodes from a table by the rows' positions) against the
-IR's reference and against the node walk, to the bit: single-leaf trees, trees deeper
-than 8 beside shallow ones, vector leaves, float32 sums, values on thresholds and +-inf,
-partial vectors and blocks, and rows split over threads."""
+with AVX-512 or AVX2, clean row blocks walk the float route's trees of depth <= 8
+sixteen or eight rows per vector, reading each level's nodes from a table by the rows'
+positions) against the IR's reference and against the node walk, to the bit, in each
+form the CPU has: single-leaf trees, trees deeper than 8 beside shallow ones, vector
+leaves, float32 sums, values on thresholds and +-inf, partial vectors and blocks, and
+rows split over threads."""
 
 import numpy as np
 import pytest
@@ -19,8 +20,23 @@ CLEAN_CASES = ["stump-sum", "deep-unbalanced", "softmax-3-outputs", "vector-leav
                "vector-leaves-in-blocks", "forest-classifier", "binary-sigmoid"]
 
 
+WIDEST = c_walk.simd_walk() if c_walk.available() else None
+FORMS = {"avx512": ["avx512", "avx2"], "avx2": ["avx2"], None: []}[WIDEST]
+
+
+@pytest.fixture(params=FORMS or [None])
+def simd_form(request):
+    """Each SIMD form this CPU has, the widest restored after the test."""
+    if request.param is None:
+        pytest.skip("this CPU has no SIMD walk (the node walk is tested everywhere)")
+    assert c_walk.limit_simd_walk(request.param) == request.param
+    yield request.param
+    c_walk.limit_simd_walk("avx512")
+
+
 def _ensemble(rng, case, sum32):
-    ens = random_ensemble(rng, n_trees=40, n_features=6, **CASES[case])
+    # depths 0 to 7 unless the case sets its own: both sides of AVX2_LEVELS_IN_REGISTERS
+    ens = random_ensemble(rng, n_trees=40, n_features=6, **{"max_depth": 7, **CASES[case]})
     if sum32:  # XGBoost's float32 sums: its leaves and base score are float32 values
         ens = ens.replace(sum_precision="float32", input_precision="float32",
                           leaf_value=ens.leaf_value.astype(np.float32).astype(np.float64),
@@ -38,12 +54,13 @@ def _clean_rows(rng, ens, n):
 @pytest.mark.parametrize("rows", [16, 40, 64, 65, 203])
 @pytest.mark.parametrize("case, sum32", [(c, False) for c in CLEAN_CASES] + [("binary-sigmoid", True)])
 def test_complete_trees_match_the_reference_and_the_node_walk(case, sum32, rows, threads, rng,
-                                                              monkeypatch):
+                                                              monkeypatch, simd_form):
     ens = _ensemble(rng, case, sum32)
     X = _clean_rows(rng, ens, rows)
     walk = c_walk.CTreeWalk(ens, "float32", n_threads=threads)
     walk.parallel_min_steps = 1  # threads from the first row
     if c_walk.simd_walk():  # elsewhere no copies are made
+        assert c_walk.simd_walk() == simd_form
         assert (walk.ct_start >= 0).sum() == (walk.depths <= c_walk.COMPLETE_TREE_MAX_DEPTH).sum() > 0
     raw, transformed = walk(X)
     raw_ref, transformed_ref = predict(ens, X.astype(np.float64))
@@ -66,7 +83,17 @@ def test_a_block_with_nan_and_the_float64_route_take_no_copies(rng):
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads /proc/cpuinfo")
-def test_the_avx512_walk_is_taken_where_the_cpu_has_it():
+def test_the_widest_simd_walk_the_cpu_has_is_taken():
     with open("/proc/cpuinfo") as info:
         flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
-    assert c_walk.simd_walk() == ("avx512f" in flags)
+    expected = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else None
+    assert c_walk.simd_walk() == expected
+
+
+def test_the_walk_can_be_limited_to_a_narrower_form():
+    widest = c_walk.simd_walk()
+    try:
+        assert c_walk.limit_simd_walk(None) is None and c_walk.simd_walk() is None
+        assert c_walk.limit_simd_walk("avx512") == widest
+    finally:
+        c_walk.limit_simd_walk("avx512")

@@ -17,10 +17,10 @@
  * nodes stay in cache while every row of the block walks it; each row still receives
  * its trees in order. Models without a missing range get a kernel without its test;
  * models with categorical splits a kernel that tests a node's bitset where it has one.
- * Large calls split their rows over threads (run_ranges). On a CPU with AVX-512 (asked
- * at run time; the build needs only the compiler's intrinsics), row blocks without NaN
- * walk the float route's trees of depth <= 8 sixteen rows per vector over complete-tree
- * copies (complete_trees below); the node walk takes every other case.
+ * Large calls split their rows over threads (run_ranges). On a CPU with AVX2 or AVX-512
+ * (asked at run time; the build needs only the compiler's intrinsics), row blocks without
+ * NaN walk the float route's trees of depth <= 8 eight or sixteen rows per vector over
+ * complete-tree copies (complete_trees below); the node walk takes every other case.
  *
  * No -ffast-math: it would break the NaN tests.
  */
@@ -43,8 +43,8 @@
  * the lanes in at[]. It cut 100,000-row calls of XGBoost 300 x 8 to about 0.88 of the
  * time (benchmarks/notes.md, "Tree kernel vs oneDAL"); on LightGBM's deep trees (depth
  * 9-39) it cost 12-20%, and with a loop over a leaf's width (forests' vector leaves)
- * it gained nothing: those keep at[]. Depths 9-15 were not measured. With AVX-512 the
- * complete-tree walk takes a clean block's rows 16 at a time first; the groups and at[]
+ * it gained nothing: those keep at[]. Depths 9-15 were not measured. With AVX2 or AVX-512
+ * the complete-tree walk takes a clean block's rows 8 or 16 at a time first; the groups and at[]
  * take what is left (and every row on other CPUs). */
 #define GROUP_ROWS 8
 #define GROUP_MAX_DEPTH 8
@@ -128,7 +128,7 @@ DEFINE_CATEGORY_LEFT(double, trunc)
  * <= GROUP_MAX_DEPTH: per tree, its internal nodes level by level (node i's children at
  * 2i + 1 and 2i + 2, a leaf above the last level passing every row left against +inf)
  * and its 2^depth leaves. A row's position p within a level names its node, so a
- * level's features and thresholds are small tables that AVX-512 permutes by p; only the
+ * level's features and thresholds are small tables that SIMD permutes index by p; only the
  * row's value is gathered from memory. (Gathering each lane's node fields instead, four
  * gathers a level, was slower than the scalar lanes: benchmarks/notes.md, "Tree kernel
  * vs oneDAL".) Each row still adds its trees in order, so the sums are unchanged. */
@@ -143,54 +143,33 @@ typedef struct {
 #define SIMD_VECTORS (ROW_BLOCK / SIMD_LANES)  /* a block's vectors, walked together so
                                                   their gathers overlap */
 #ifdef HAVE_AVX512_DISPATCH
-/* The 16 rows' sums, acc[0 .. 16 * width) (one row's width values after another), +=
- * their leaves' values: one add per value, as the scalar loop's. Element e of the sums
- * is row e / width's value e % width, at leaf[p[row] * width + e % width]. */
+/* acc[0 .. 16) += the 16 rows' leaves (one output per row): one add per row, as the
+ * scalar loop's. */
 __attribute__((target("avx512f")))
-static inline void add_leaves16(void *acc, const void *leaf, int64_t sum32, int64_t width,
-                                __m512i p)
+static inline void add_leaves16(void *acc, const void *leaf, int64_t sum32, __m512i p)
 {
-    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i w = _mm512_set1_epi32((int)width);
-    const __m512 per_width = _mm512_set1_ps(1.0f / (float)width), half = _mm512_set1_ps(0.5f);
-    const int64_t chunk = sum32 ? 16 : 8;  /* values per register */
-    for (int64_t first = 0; first < SIMD_LANES * width; first += chunk) {
-        __m512i index = p;
-        if (width > 1) {  /* row e / width (exact: (e + 0.5) / width is 1 / (2 width) from an integer) */
-            const __m512i e = _mm512_add_epi32(lanes, _mm512_set1_epi32((int)first));
-            const __m512i row = _mm512_cvttps_epi32(
-                _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(e), half), per_width));
-            const __m512i k = _mm512_sub_epi32(e, _mm512_mullo_epi32(row, w));
-            index = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_permutexvar_epi32(row, p), w), k);
-        }
-        if (sum32) {
-            float *a = (float *)acc + first;
-            _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a),
-                                              _mm512_i32gather_ps(index, (const float *)leaf, 4)));
-        } else if (width > 1) {
-            double *a = (double *)acc + first;
-            _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
-                _mm512_i32gather_pd(_mm512_castsi512_si256(index), (const double *)leaf, 8)));
-        } else {  /* one value per row: both halves of p */
-            double *a = (double *)acc + first;
-            _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
-                _mm512_i32gather_pd(_mm512_castsi512_si256(p), (const double *)leaf, 8)));
-            _mm512_storeu_pd(a + 8, _mm512_add_pd(_mm512_loadu_pd(a + 8),
-                _mm512_i32gather_pd(_mm512_extracti64x4_epi64(p, 1), (const double *)leaf, 8)));
-            first += 8;
-        }
+    if (sum32) {
+        float *a = (float *)acc;
+        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a),
+                                          _mm512_i32gather_ps(p, (const float *)leaf, 4)));
+    } else {
+        double *a = (double *)acc;
+        _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
+            _mm512_i32gather_pd(_mm512_castsi512_si256(p), (const double *)leaf, 8)));
+        _mm512_storeu_pd(a + 8, _mm512_add_pd(_mm512_loadu_pd(a + 8),
+            _mm512_i32gather_pd(_mm512_extracti64x4_epi64(p, 1), (const double *)leaf, 8)));
     }
 }
 
 /* Walks rows / 16 vectors of 16 rows of a clean block down one complete tree and
- * returns how many rows it walked. With acc (the tree fills every output of a row, so
- * the rows' sums are contiguous), it adds their leaves there; else it leaves each row's
- * leaf position in leaf_at for the caller's loop. */
+ * returns how many rows it walked. With acc (one output per row, so the rows' sums are
+ * contiguous), it adds their leaves there; else it leaves each row's leaf position in
+ * leaf_at for the caller's loop. */
 __attribute__((target("avx512f")))
 static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_cols,
                                     const int32_t *feature, const float *threshold,
                                     int32_t depth, int32_t *leaf_at, void *acc,
-                                    const void *leaf, int64_t sum32, int64_t width)
+                                    const void *leaf, int64_t sum32)
 {
     const int64_t vectors = rows / SIMD_LANES;
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -240,24 +219,116 @@ static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_col
     const size_t acc_size = sum32 ? sizeof(float) : sizeof(double);
     for (int64_t k = 0; k < vectors; ++k) {
         if (acc)
-            add_leaves16((char *)acc + (size_t)(k * SIMD_LANES * width) * acc_size, leaf,
-                         sum32, width, p[k]);
+            add_leaves16((char *)acc + (size_t)(k * SIMD_LANES) * acc_size, leaf, sum32, p[k]);
         else
             _mm512_storeu_si512((void *)(leaf_at + k * SIMD_LANES), p[k]);
     }
     return vectors * SIMD_LANES;
 }
+
+/* The same walk with AVX2, for CPUs without AVX-512: 8 rows per vector, 8 vectors per
+ * block; levels of up to 16 nodes permuted from registers, deeper levels' nodes
+ * gathered from the level's table by p. One-output trees add their leaves in registers. */
+__attribute__((target("avx2")))
+static int64_t complete_walk_avx2(const float *xb, int64_t rows, int64_t n_cols,
+                                  const int32_t *feature, const float *threshold,
+                                  int32_t depth, int32_t *leaf_at, void *acc,
+                                  const void *leaf, int64_t sum32)
+{
+    enum { LANES = 8, VECTORS = ROW_BLOCK / 8 };
+    const int64_t vectors = rows / LANES;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i p[VECTORS], row_at[VECTORS], f[VECTORS];
+    __m256 t[VECTORS];
+    for (int64_t k = 0; k < vectors; ++k) {
+        p[k] = _mm256_setzero_si256();
+        row_at[k] = _mm256_mullo_epi32(_mm256_add_epi32(lanes, _mm256_set1_epi32((int)(k * LANES))),
+                                       _mm256_set1_epi32((int)n_cols));
+    }
+    for (int32_t level = 0; level < depth; ++level) {
+        const int64_t first = ((int64_t)1 << level) - 1, count = (int64_t)1 << level;
+        if (count <= 8) {
+            const __m256i tf = _mm256_loadu_si256((const __m256i *)(feature + first));
+            const __m256 tt = _mm256_loadu_ps(threshold + first);
+            for (int64_t k = 0; k < vectors; ++k) {
+                f[k] = _mm256_permutevar8x32_epi32(tf, p[k]);
+                t[k] = _mm256_permutevar8x32_ps(tt, p[k]);
+            }
+        } else if (count == 16) {  /* two registers, chosen by bit 3 of p */
+            const __m256i f0 = _mm256_loadu_si256((const __m256i *)(feature + first));
+            const __m256i f1 = _mm256_loadu_si256((const __m256i *)(feature + first + 8));
+            const __m256 t0 = _mm256_loadu_ps(threshold + first);
+            const __m256 t1 = _mm256_loadu_ps(threshold + first + 8);
+            for (int64_t k = 0; k < vectors; ++k) {
+                const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(p[k], 28));
+                f[k] = _mm256_castps_si256(_mm256_blendv_ps(
+                    _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(f0, p[k])),
+                    _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(f1, p[k])), high));
+                t[k] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, p[k]),
+                                        _mm256_permutevar8x32_ps(t1, p[k]), high);
+            }
+        } else {
+            for (int64_t k = 0; k < vectors; ++k) {
+                f[k] = _mm256_i32gather_epi32((const int *)(feature + first), p[k], 4);
+                t[k] = _mm256_i32gather_ps(threshold + first, p[k], 4);
+            }
+        }
+        for (int64_t k = 0; k < vectors; ++k) {
+            const __m256 v = _mm256_i32gather_ps(xb, _mm256_add_epi32(row_at[k], f[k]), 4);
+            const __m256i left = _mm256_castps_si256(_mm256_cmp_ps(v, t[k], _CMP_LE_OQ));
+            /* 2p + 1 for right, 2p for left (left is -1 in every bit) */
+            p[k] = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(p[k], 1), one), left);
+        }
+    }
+    for (int64_t k = 0; k < vectors; ++k) {
+        if (acc && sum32) {
+            float *a = (float *)acc + k * LANES;
+            _mm256_storeu_ps(a, _mm256_add_ps(_mm256_loadu_ps(a),
+                                              _mm256_i32gather_ps((const float *)leaf, p[k], 4)));
+        } else if (acc) {
+            double *a = (double *)acc + k * LANES;
+            _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_i32gather_pd(
+                (const double *)leaf, _mm256_castsi256_si128(p[k]), 8)));
+            _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_i32gather_pd(
+                (const double *)leaf, _mm256_extracti128_si256(p[k], 1), 8)));
+        } else {
+            _mm256_storeu_si256((__m256i *)(leaf_at + k * LANES), p[k]);
+        }
+    }
+    return vectors * LANES;
+}
 #endif
 
-static int simd_support = -1;  /* unknown yet; then 0 or 1 */
+/* On an AVX-512 CPU, trees deeper than this with one output per leaf take the AVX-512
+ * walk, whose permutes hold levels of 32 to 128 nodes; shallower trees (every level in
+ * one or two AVX2 registers) and vector leaves took the AVX2 walk faster
+ * (benchmarks/notes.md, "AVX-512 and AVX2 over complete-tree copies"). */
+#define AVX2_LEVELS_IN_REGISTERS 5
+#define SIMD_NONE 0
+#define SIMD_AVX2 1
+#define SIMD_AVX512 2
+static int simd_support = -1;  /* unknown yet; then SIMD_* */
 
-/* 1 when this CPU walks complete trees with AVX-512 (tests and benchmarks read it). */
+/* The complete-tree walk this CPU takes (SIMD_*; tests and benchmarks read it). */
 int64_t woodstar_simd_walk(void)
 {
 #ifdef HAVE_AVX512_DISPATCH
-    if (simd_support < 0) simd_support = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (simd_support < 0)
+        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
+                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
 #endif
-    return simd_support == 1;
+    return simd_support < 0 ? SIMD_NONE : simd_support;
+}
+
+/* Walk with at most ``level`` (tests and benchmarks time and check each form on one
+ * CPU); returns the form now taken. Copies made for a wider form stay valid. */
+int64_t woodstar_limit_simd_walk(int64_t level)
+{
+    simd_support = -1;
+    const int64_t widest = woodstar_simd_walk();
+    simd_support = (int)(level < widest ? level : widest);
+    return simd_support;
 }
 
 static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t n_cols,
@@ -267,10 +338,24 @@ static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t
 {
     if (!ct->start || ct->start[tree] < 0) return 0;
 #ifdef HAVE_AVX512_DISPATCH
-    if (woodstar_simd_walk())
+    const int64_t simd = woodstar_simd_walk();
+    if (simd == SIMD_AVX512 && depth > AVX2_LEVELS_IN_REGISTERS && width == 1)
         return complete_walk_avx512(xb, rows, n_cols, ct->feature + ct->start[tree],
                                     ct->threshold + ct->start[tree], depth, leaf_at, acc,
-                                    leaf, sum32, width);
+                                    leaf, sum32);
+    if (simd >= SIMD_AVX2) {  /* its registers add one-output leaves; wider ones here */
+        const int64_t r = complete_walk_avx2(xb, rows, n_cols, ct->feature + ct->start[tree],
+                                             ct->threshold + ct->start[tree], depth, leaf_at,
+                                             width == 1 ? acc : NULL, leaf, sum32);
+        if (acc && width > 1)
+            for (int64_t q = 0; q < r; ++q)
+                for (int64_t k = 0; k < width; ++k) {
+                    const int64_t from = (int64_t)leaf_at[q] * width + k;
+                    if (sum32) ((float *)acc)[q * width + k] += ((const float *)leaf)[from];
+                    else ((double *)acc)[q * width + k] += ((const double *)leaf)[from];
+                }
+        return r;
+    }
 #endif
     (void)xb; (void)rows; (void)n_cols; (void)depth; (void)leaf_at; (void)acc; (void)leaf;
     (void)sum32; (void)width;

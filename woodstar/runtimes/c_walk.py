@@ -123,6 +123,8 @@ def _load_once():
     lib.woodstar_libm_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int64, ctypes.c_double, ctypes.c_void_p]
     lib.woodstar_simd_walk.restype = ctypes.c_int64
+    lib.woodstar_limit_simd_walk.restype = ctypes.c_int64
+    lib.woodstar_limit_simd_walk.argtypes = [ctypes.c_int64]
     lib.woodstar_xgb_link.restype = None
     lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_void_p]
@@ -135,11 +137,25 @@ def available() -> bool:
     return _load() is not None
 
 
-def simd_walk() -> bool:
-    """Whether this CPU walks the complete-tree copies with AVX-512 (else the row
-    groups and lanes of the node walk take every row)."""
+SIMD_WALKS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in c_walk.c
+
+
+def simd_walk():
+    """The instruction set this CPU walks the complete-tree copies with: "avx512",
+    "avx2", or None (the row groups and lanes of the node walk take every row)."""
     lib = _load()
-    return lib is not None and bool(lib.woodstar_simd_walk())
+    return None if lib is None else SIMD_WALKS[int(lib.woodstar_simd_walk())]
+
+
+def limit_simd_walk(name):
+    """Walk with at most ``name`` ("avx512", "avx2" or None) from now on, in this
+    process (for tests and A/B timing: the forms give the same answers); returns the
+    form taken, which is narrower where the CPU lacks the one asked for."""
+    lib = _load()
+    if lib is None:
+        return None
+    level = {value: key for key, value in SIMD_WALKS.items()}[name]
+    return SIMD_WALKS[int(lib.woodstar_limit_simd_walk(level))]
 
 
 def unavailable_reason():
@@ -158,7 +174,7 @@ def _address(array: np.ndarray) -> int:
 
 
 # Trees up to this depth (GROUP_MAX_DEPTH in c_walk.c) get a complete-tree copy for the
-# kernel's AVX-512 walk of row blocks without NaN; 0 turns the copies off.
+# kernel's SIMD walk (AVX2 or AVX-512) of row blocks without NaN; 0 turns the copies off.
 COMPLETE_TREE_MAX_DEPTH = 8
 
 
@@ -234,7 +250,7 @@ class CTreeWalk(CpuRoute):
         self.last_threads = 0
 
     def _complete_trees(self, ens: TreeEnsemble, dtype: str):
-        """The complete-tree copies the kernel's AVX-512 walk reads (``complete_trees``
+        """The complete-tree copies the kernel's SIMD walk reads (``complete_trees``
         in c_walk.c): for the float route's trees of depth <= COMPLETE_TREE_MAX_DEPTH,
         2^depth slots each, internal nodes level by level (node
         ``i``'s children at ``2i + 1`` and ``2i + 2``; a leaf above the last level passes

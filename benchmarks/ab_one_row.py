@@ -15,7 +15,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_one_row [--commit HEAD] [--rounds 6]
        PYTHONPATH=. python -m benchmarks.ab_one_row --conversion
        PYTHONPATH=. python -m benchmarks.ab_one_row --small-batch [--rounds 5]
            [--models scaler_logreg] [--small-batch-rows 64,100,128]
-           [--small-batch-output FILE]
+           [--simd-rows avx512|avx2|none] [--small-batch-output FILE]
 """
 
 import argparse
@@ -230,7 +230,7 @@ SMALL_BATCH_CELLS = [(1, np.float32), (1, np.float64), (10, np.float32), (64, np
                      (100, np.float32), (100, np.float64), (255, np.float32)]
 
 
-def small_batch(repeats, rounds, names=None, cells=None):
+def small_batch(repeats, rounds, names=None, cells=None, simd_rows="avx512"):
     """The one-call small-batch entries (the compiled walk's, c_walk.SmallBatchEntry; a
     linear model's, linear_entry.LinearSmallBatchEntry) against
     the full Python path, in one process: the same converted model with the entry on
@@ -247,6 +247,7 @@ def small_batch(repeats, rounds, names=None, cells=None):
 
     container.SMALL_BATCH_ROWS = SMALL_BATCH_LIMIT
     linear_entry._MAX_ROWS = SMALL_BATCH_LIMIT  # to find where the linear entry stops paying
+    print(f"linear entry rows prepared with: {linear_entry.limit_simd_rows(simd_rows)}")
 
     models = _train()
     X_all, _ = _data(300, seed=12345)
@@ -347,6 +348,8 @@ def main(argv=None):
                         help="time the small-batch native entry against the full path")
     parser.add_argument("--small-batch-rows",
                         help="with --small-batch: these row counts, float32 and float64 each")
+    parser.add_argument("--simd-rows", default="avx512", choices=("avx512", "avx2", "none"),
+                        help="with --small-batch: the widest form the linear entry may use")
     parser.add_argument("--small-batch-output",
                         default=str(ROOT / "benchmarks/results/one_row_native.json"))
     parser.add_argument("--conversion", action="store_true",
@@ -358,7 +361,8 @@ def main(argv=None):
         names = args.models.split(",") if args.models else None
         cells = ([(int(n), np.dtype(d).type) for n in args.small_batch_rows.split(",")
                   for d in ("float32", "float64")] if args.small_batch_rows else None)
-        rows = small_batch(args.repeats * 3, args.rounds, names, cells)
+        rows = small_batch(args.repeats * 3, args.rounds, names, cells,
+                           None if args.simd_rows == "none" else args.simd_rows)
         output = Path(args.small_batch_output)
         output.write_text(json.dumps({
             "date": time.strftime("%Y-%m-%d"), "threads": 1, "rounds": args.rounds,

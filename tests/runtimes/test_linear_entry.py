@@ -47,6 +47,16 @@ MODELS = {
     "ridge_classifier_3": lambda: RidgeClassifier(),
 }
 METHODS = ("predict", "predict_proba", "decision_function")
+WIDEST = entry_module.simd_rows()
+FORMS = {"avx512": ["avx512", "avx2", None], "avx2": ["avx2", None], None: [None]}[WIDEST]
+
+
+@pytest.fixture(params=FORMS, ids=lambda form: form or "scalar")
+def rows_form(request):
+    """Each way this CPU prepares rows, the widest restored after the test."""
+    assert entry_module.limit_simd_rows(request.param) == request.param
+    yield request.param
+    entry_module.limit_simd_rows("avx512")
 
 
 def _fitted(name, dtype):
@@ -62,7 +72,7 @@ def _fitted(name, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_small_calls_are_scikit_learns_to_the_bit(name, dtype):
+def test_small_calls_are_scikit_learns_to_the_bit(name, dtype, rows_form):
     model = _fitted(name, dtype)
     converted = woodstar.convert(model, "torch")
     methods = [m for m in METHODS if hasattr(model, m)]
@@ -180,8 +190,8 @@ def test_the_entry_can_be_turned_off_for_timing(monkeypatch):
 
 
 def test_the_entry_takes_batches_up_to_its_cpus_ceiling():
-    """255 rows where it prepares rows with AVX-512, 64 where it goes value by value
-    (past those, NumPy's route is faster); larger batches take the full path."""
+    """255 rows where it prepares rows with AVX2 or AVX-512, 64 where it goes value by
+    value (past those, NumPy's route is faster); larger batches take the full path."""
     model = _fitted("scaled_logistic", np.float32)
     converted = woodstar.convert(model, "torch")
     converted.predict(_rows(np.float32, 10, 1))
@@ -195,7 +205,8 @@ def test_the_entry_takes_batches_up_to_its_cpus_ceiling():
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads /proc/cpuinfo")
-def test_rows_are_prepared_with_avx512_where_the_cpu_has_it():
+def test_rows_are_prepared_with_the_widest_simd_the_cpu_has():
     with open("/proc/cpuinfo") as info:
         flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
-    assert entry_module.simd_rows() == ("avx512f" in flags)
+    assert entry_module.simd_rows() == ("avx512" if "avx512f" in flags
+                                        else "avx2" if "avx2" in flags else None)

@@ -11,9 +11,10 @@
  * Every other step is one IEEE operation per value, in the dtype NumPy uses for it: a
  * float32 operation is computed in double and rounded, which gives the same float for
  * +, -, * and / (a double holds more than twice a float's digits). Built with
- * -ffp-contract=off so that no multiply and add are fused. On a CPU with AVX-512 (asked
- * at run time) the steps take eight values of a row at a time with the same operations,
- * which lets the entry pay up to 255 rows instead of 64 (linear_entry.py).
+ * -ffp-contract=off so that no multiply and add are fused. On a CPU with AVX-512 or AVX2
+ * (asked at run time) the steps take eight or four values of a row at a time with the
+ * same operations, which lets the entry pay up to 255 rows instead of 64
+ * (linear_entry.py).
  */
 #include <math.h>
 #include <stdint.h>
@@ -137,21 +138,91 @@ static int prepare_rows_avx512(const linear_spec *s, const void *X, int64_t n, v
     }
     return 1;
 }
+
+/* The low 32 bits of each 64-bit lane: a float mask from a double one. */
+__attribute__((target("avx2")))
+static inline __m128i float_lanes(__m256i wide) {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(wide, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+}
+
+/* prepare_rows with AVX2, four values of a row at a time, as prepare_rows_avx512 does
+ * eight (lanes past the row's end load zeros and are left out of every test). */
+__attribute__((target("avx2")))
+static int prepare_rows_avx2(const linear_spec *s, const void *X, int64_t n, void *scratch) {
+    const int64_t d = s->n_features;
+    const __m256d limit = _mm256_set1_pd(s->limit), infinity = _mm256_set1_pd(INFINITY);
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < d; j += 4) {
+            const int64_t i = r * d + j, left = d - j < 4 ? d - j : 4;
+            const int lanes = (1 << left) - 1;  /* movemask bits of the row's values */
+            const __m256i wide = _mm256_cmpgt_epi64(_mm256_set1_epi64x(left),
+                                                    _mm256_setr_epi64x(0, 1, 2, 3));
+            __m256d v = s->rows_double
+                ? _mm256_maskload_pd((const double *)X + i, wide)
+                : _mm256_cvtps_pd(_mm_maskload_ps((const float *)X + i,
+                                                  float_lanes(wide)));
+            if ((s->check & CHECK_NAN) && (_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) & lanes))
+                return 0;
+            if ((s->check & CHECK_RANGE) && (_mm256_movemask_pd(
+                    _mm256_cmp_pd(_mm256_andnot_pd(sign, v), limit, _CMP_GT_OQ)) & lanes))
+                return 0;
+            for (int64_t k = 0; k < s->n_steps; k++) {
+                const __m256d before = v;
+                const __m256d operand = _mm256_maskload_pd(s->operands + k * d + j, wide);
+                switch (s->step_ops[k]) {
+                case OP_ADD: v = _mm256_add_pd(v, operand); break;
+                case OP_SUB: v = _mm256_sub_pd(v, operand); break;
+                case OP_MUL: v = _mm256_mul_pd(v, operand); break;
+                default: v = _mm256_div_pd(v, operand); break;
+                }
+                if (!s->rows_double) v = _mm256_cvtps_pd(_mm256_cvtpd_ps(v));
+                const int finite_before = _mm256_movemask_pd(
+                    _mm256_cmp_pd(_mm256_andnot_pd(sign, before), infinity, _CMP_LT_OQ));
+                const int finite_after = _mm256_movemask_pd(
+                    _mm256_cmp_pd(_mm256_andnot_pd(sign, v), infinity, _CMP_LT_OQ));
+                if (finite_before & ~finite_after & lanes) return 0;
+            }
+            if (s->product_double)
+                _mm256_maskstore_pd((double *)scratch + i, wide, v);
+            else
+                _mm_maskstore_ps((float *)scratch + i, float_lanes(wide),
+                                 _mm256_cvtpd_ps(v));
+        }
+    }
+    return 1;
+}
 #endif
 
-static int simd_support = -1;  /* unknown yet; then 0 or 1 */
+#define SIMD_NONE 0
+#define SIMD_AVX2 1
+#define SIMD_AVX512 2
+static int simd_support = -1;  /* unknown yet; then SIMD_* */
 
-/* 1 when this CPU prepares rows with AVX-512 (tests read it). */
+/* The form this CPU prepares rows with (SIMD_*; tests read it). */
 int64_t woodstar_linear_simd(void) {
 #ifdef HAVE_AVX512_DISPATCH
-    if (simd_support < 0) simd_support = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (simd_support < 0)
+        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
+                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
 #endif
-    return simd_support == 1;
+    return simd_support < 0 ? SIMD_NONE : simd_support;
+}
+
+/* Prepare rows with at most ``level`` (tests check every form on one CPU); returns the
+ * form now taken. */
+int64_t woodstar_linear_limit_simd(int64_t level) {
+    simd_support = -1;
+    const int64_t widest = woodstar_linear_simd();
+    simd_support = (int)(level < widest ? level : widest);
+    return simd_support;
 }
 
 static int prepare(const linear_spec *s, const void *X, int64_t n, void *scratch) {
 #ifdef HAVE_AVX512_DISPATCH
-    if (woodstar_linear_simd()) return prepare_rows_avx512(s, X, n, scratch);
+    const int64_t simd = woodstar_linear_simd();
+    if (simd == SIMD_AVX512) return prepare_rows_avx512(s, X, n, scratch);
+    if (simd == SIMD_AVX2) return prepare_rows_avx2(s, X, n, scratch);
 #endif
     return prepare_rows(s, X, n, scratch);
 }

@@ -22,7 +22,8 @@ from ..ir import INPUT
 from ..ir.transforms import apply_post_transform
 from ._native import NativeLibrary
 
-__all__ = ["LinearSmallBatchEntry", "linear_entry", "numpy_blas", "simd_rows"]
+__all__ = ["LinearSmallBatchEntry", "limit_simd_rows", "linear_entry", "numpy_blas",
+           "simd_rows"]
 
 _FLAGS = ("-O2", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
 _STEP_CODES = {"add": 1, "sub": 2, "mul": 3, "div": 4}
@@ -30,8 +31,8 @@ _CHECK_NAN, _CHECK_RANGE = 1, 2
 _LINK_CODES = {"identity": 1, "sigmoid_binary": 2}  # any other link: NumPy's, after the call
 # The rows up to which the one call is faster than the NumPy route (docs/benchmarks.md,
 # "A linear model's small calls in one native call"): 64 where it prepares one value at a
-# time (NumPy's SIMD ufuncs win on more rows), 255 with AVX-512. The C scratch holds
-# 16384 row values and 256 scores.
+# time (NumPy's SIMD ufuncs win on more rows), 255 with AVX2 or AVX-512. The C scratch
+# holds 16384 row values and 256 scores.
 _MAX_ROWS_SCALAR, _MAX_ROWS_SIMD, _MAX_CELLS = 64, 255, 16384
 _MAX_ROWS = None  # set for a benchmark; else by the CPU
 _MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
@@ -54,6 +55,8 @@ def _setup(lib):
     if lib.woodstar_linear_layout() != 1000 + ctypes.sizeof(_Spec):
         raise RuntimeError("the C structure differs from the Python side")
     lib.woodstar_linear_simd.restype = ctypes.c_int64
+    lib.woodstar_linear_limit_simd.restype = ctypes.c_int64
+    lib.woodstar_linear_limit_simd.argtypes = [ctypes.c_int64]
     lib.woodstar_linear_predict.restype = ctypes.c_int64
     lib.woodstar_linear_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                             ctypes.c_void_p, ctypes.c_void_p]
@@ -211,11 +214,24 @@ def _agrees(entry, graph, n_features, dtype) -> bool:
     return True
 
 
-def simd_rows() -> bool:
-    """Whether the entry prepares rows eight values at a time with AVX-512 (else one
-    value at a time; the answers are the same)."""
+_SIMD_FORMS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in linear_entry.c
+
+
+def simd_rows():
+    """The instruction set the entry prepares rows with: "avx512" (eight values at a
+    time), "avx2" (four), or None (one at a time; the answers are the same)."""
     lib = _LIBRARY.load()
-    return lib is not None and bool(lib.woodstar_linear_simd())
+    return None if lib is None else _SIMD_FORMS[int(lib.woodstar_linear_simd())]
+
+
+def limit_simd_rows(name):
+    """Prepare rows with at most ``name`` from now on, in this process (for tests and
+    A/B timing); returns the form taken. Entries made before keep their row ceiling."""
+    lib = _LIBRARY.load()
+    if lib is None:
+        return None
+    level = {value: key for key, value in _SIMD_FORMS.items()}[name]
+    return _SIMD_FORMS[int(lib.woodstar_linear_limit_simd(level))]
 
 
 def linear_entry(ir, graph, precision: str, refuse_nan: bool, refuse_inf: bool):

@@ -30,6 +30,10 @@ def test_json_report_follows_the_schema(capsys):
     assert [r["name"] for r in routes] == ["c-walk", "onnx-ml", "numpy"]
     for entry in routes:
         assert entry["available"] == (entry["reason"] is None), entry
+    from woodstar.runtimes import c_walk
+
+    assert routes[0]["simd"] == (c_walk.simd_walk() if routes[0]["available"] else None)
+    assert routes[0]["simd"] in ("avx512", "avx2", None)
 
 
 def test_cpu_routes_say_why_the_compiled_walk_is_missing(capsys, monkeypatch):
@@ -39,6 +43,7 @@ def test_cpu_routes_say_why_the_compiled_walk_is_missing(capsys, monkeypatch):
     monkeypatch.setattr(_native.shutil, "which", lambda name: None)
     compiled = _report(capsys)["cpu_routes"][0]
     assert not compiled["available"] and "no C compiler" in compiled["reason"]
+    assert compiled["simd"] is None
 
 
 def test_unavailable_backend_says_what_to_install(capsys, monkeypatch):

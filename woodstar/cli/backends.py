@@ -136,7 +136,8 @@ def _cpu_route_reports():
     compiled = c_walk.available()
     return [
         {"name": "c-walk", "available": compiled,
-         "reason": None if compiled else c_walk.unavailable_reason()},
+         "reason": None if compiled else c_walk.unavailable_reason(),
+         "simd": c_walk.simd_walk() if compiled else None},
         {"name": "onnx-ml", "available": onnx_ml.available(),
          "reason": None if onnx_ml.available() else "onnx and onnxruntime are not installed "
                                                    "(pip install \"woodstar[onnx]\")"},
@@ -179,7 +180,9 @@ def _print_text(report, out):
             print(f"  {b['name']:<14} no{aliases}  {b['reason']}", file=out)
     print("torch backend CPU routes (first available is used):", file=out)
     for r in report["cpu_routes"]:
-        print(f"  {r['name']:<14} {'yes' if r['available'] else 'no  ' + str(r['reason'])}", file=out)
+        simd = f"  (SIMD walk: {r['simd']})" if r.get("simd") else ""
+        print(f"  {r['name']:<14} {'yes' + simd if r['available'] else 'no  ' + str(r['reason'])}",
+              file=out)
     table = report["routing_table"]
     cpus = f", {table['logical_cpus']} logical CPUs" if table["logical_cpus"] else ""
     print(f"routing table: {table['kind']}, measured on {table['cpu']}{cpus}, "

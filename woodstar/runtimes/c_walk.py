@@ -35,7 +35,8 @@ from ._native import build, find_compiler
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
 from ..lowering.trees._layout import sibling_adjacent_layout
 
-__all__ = ["CTreeWalk", "SmallBatchEntry", "available", "simd_walk", "unavailable_reason"]
+__all__ = ["CTreeWalk", "SmallBatchEntry", "available", "limit_simd_walk", "simd_walk",
+           "unavailable_reason"]
 
 SOURCE = Path(__file__).with_name("c_walk.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread")
@@ -252,10 +253,10 @@ class CTreeWalk(CpuRoute):
     def _complete_trees(self, ens: TreeEnsemble, dtype: str):
         """The complete-tree copies the kernel's SIMD walk reads (``complete_trees``
         in c_walk.c): for the float route's trees of depth <= COMPLETE_TREE_MAX_DEPTH,
-        2^depth slots each, internal nodes level by level (node
-        ``i``'s children at ``2i + 1`` and ``2i + 2``; a leaf above the last level passes
-        rows on to its left child, feature 0 against +inf) and the last level's leaves.
-        Returns the structure's four pointers (all 0 when no tree takes a copy)."""
+        2^depth slots each, internal nodes level by level (node ``i``'s children at
+        ``2i + 1`` and ``2i + 2``; a leaf above the last level passes rows on to its
+        left child, feature 0 against +inf) and the last level's leaves. Returns the
+        structure's four pointers (all 0 when no tree takes a copy)."""
         depths = self.depths.astype(np.int64)
         takes = depths <= COMPLETE_TREE_MAX_DEPTH
         if (dtype != "float32" or ens.has_categorical or ens.has_missing_range

@@ -343,19 +343,10 @@ static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t
         return complete_walk_avx512(xb, rows, n_cols, ct->feature + ct->start[tree],
                                     ct->threshold + ct->start[tree], depth, leaf_at, acc,
                                     leaf, sum32);
-    if (simd >= SIMD_AVX2) {  /* its registers add one-output leaves; wider ones here */
-        const int64_t r = complete_walk_avx2(xb, rows, n_cols, ct->feature + ct->start[tree],
-                                             ct->threshold + ct->start[tree], depth, leaf_at,
-                                             width == 1 ? acc : NULL, leaf, sum32);
-        if (acc && width > 1)
-            for (int64_t q = 0; q < r; ++q)
-                for (int64_t k = 0; k < width; ++k) {
-                    const int64_t from = (int64_t)leaf_at[q] * width + k;
-                    if (sum32) ((float *)acc)[q * width + k] += ((const float *)leaf)[from];
-                    else ((double *)acc)[q * width + k] += ((const double *)leaf)[from];
-                }
-        return r;
-    }
+    if (simd >= SIMD_AVX2)
+        return complete_walk_avx2(xb, rows, n_cols, ct->feature + ct->start[tree],
+                                  ct->threshold + ct->start[tree], depth, leaf_at, acc, leaf,
+                                  sum32);
 #endif
     (void)xb; (void)rows; (void)n_cols; (void)depth; (void)leaf_at; (void)acc; (void)leaf;
     (void)sum32; (void)width;
@@ -421,7 +412,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             ACC *acc = out + block * n_out + out_start[t];                                 \
             int64_t r0 = 0;                                                                \
             if (clean && depth <= GROUP_MAX_DEPTH) {                                       \
-                const int one_sum = width == n_out && width <= 16; /* added in registers */ \
+                const int one_sum = width == 1 && n_out == 1; /* added in registers */    \
                 const ACC *leaf = ct->start ? (const ACC *)ct->leaf                        \
                                               + (int64_t)ct->start[t] * width : NULL;      \
                 r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \

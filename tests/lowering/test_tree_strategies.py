@@ -121,3 +121,26 @@ def test_layout_walks_every_tree_breadth_first_with_siblings_adjacent(rng):
         # the walk's step: a node's left child sits just before its right child
         np.testing.assert_array_equal(order[rights[internal] - 1], ens.tree_offsets[
             np.searchsorted(ens.tree_offsets, order[internal], side="right") - 1] + ens.left[order[internal]])
+
+
+@pytest.mark.parametrize("strategy_name", ["tree_trav", "perf_tree_trav"])
+def test_torchscript_traces_the_op_by_op_walk(strategy_name, rng):
+    """A TorchScript trace records the walk of int32 ``index_select`` steps and one
+    ``embedding_bag`` (no advanced indexing, which runs slower op by op), and gives the
+    eager walk's answers to the bit, NaN and infinities included."""
+    import torch
+
+    model, X, y = _models(rng)["gb_multiclass"]
+    model.fit(X, y)
+    converted = woodstar.convert(model, extra_config={"tree_implementation": strategy_name})
+    module = converted._program("float32").module
+    Xt = make_test_inputs(converted.ir.ensemble, rng, n_random=60, n_edge=20, base=X,
+                          nan=True, inf=True).astype(np.float32)
+    Xt = torch.from_numpy(Xt)
+    with torch.inference_mode():
+        traced = torch.jit.trace(module, Xt[:2], check_trace=False)
+        kinds = {node.kind() for node in traced.inlined_graph.nodes()}
+        assert {"aten::index_select", "aten::embedding_bag"} <= kinds
+        assert "aten::index" not in kinds
+        for got, expected in zip(traced(Xt), module(Xt)):
+            np.testing.assert_array_equal(got.numpy(), expected.numpy())

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ...ir.tree_ensemble import TreeEnsemble
 
-__all__ = ["spread_leaf_table", "sum_leaves", "INDEX_DTYPE", "exporting"]
+__all__ = ["spread_leaf_table", "sum_leaves", "INDEX_DTYPE", "exporting", "tracing_torchscript"]
 
 INDEX_DTYPE = torch.int32
 """Node indices; an ensemble with more nodes than int32 holds is refused by the strategies."""
@@ -49,3 +49,11 @@ def exporting() -> bool:
     a trace would freeze)."""
     return bool(torch.compiler.is_compiling() or torch.jit.is_tracing()
                 or torch.onnx.is_in_onnx_export())
+
+
+def tracing_torchscript() -> bool:
+    """True while ``torch.jit.trace`` records a TorchScript program (not an ONNX export
+    that traces): TorchScript runs each recorded op as is, with no fusion, so it takes
+    the walk form that is fastest op by op (int32 ``index_select``), not the
+    advanced-indexing one that torch.compile fuses."""
+    return bool(torch.jit.is_tracing() and not torch.onnx.is_in_onnx_export())

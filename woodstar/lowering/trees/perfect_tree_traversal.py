@@ -9,7 +9,7 @@ from ._common import (
     TreeStrategyBase, always_left_column, as_buffer, node_input_columns, node_thresholds,
     sum_in_tree_order,
 )
-from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
+from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
 
 __all__ = ["PerfectTreeTraversalTrees"]
 
@@ -138,6 +138,8 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             return self._forward_general(x)
         wide = self.widen(x)
         n, T = x.shape[0], self.n_trees
+        if tracing_torchscript():
+            return self._forward_traced(wide)
         if exporting():
             return self._forward_functional(wide)
         index = torch.arange(T, dtype=INDEX_DTYPE, device=x.device).repeat(n, 1)
@@ -162,6 +164,20 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             torch.le(values, thresholds, out=go_left)
             index.mul_(2).add_(go_left)
         return sum_leaves(self, index, self.leaf_table)
+
+    def _forward_traced(self, wide: torch.Tensor) -> torch.Tensor:
+        """The eager level walk's ops (int32 ``index_select`` per level, leaves by
+        ``embedding_bag``) without ``out=`` buffers or the tiny-batch branch, which a
+        trace would freeze: TorchScript's form."""
+        n, T = wide.shape[0], self.n_trees
+        index = torch.arange(T, dtype=INDEX_DTYPE, device=wide.device).unsqueeze(0).expand(n, T).reshape(-1)
+        for d in range(self.depth):
+            start, stop = self.level_offsets[d], self.level_offsets[d + 1]
+            columns = torch.index_select(self.level_columns[start:stop], 0, index).view(n, T)
+            thresholds = torch.index_select(self.level_thresholds[start:stop], 0, index).view(n, T)
+            go_left = torch.le(torch.gather(wide, 1, columns), thresholds)
+            index = 2 * index + go_left.view(-1).to(INDEX_DTYPE)
+        return sum_leaves(self, index.view(n, T), self.leaf_table)
 
     def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
         """The same walk without ``out=`` buffers: what torch.compile can trace and

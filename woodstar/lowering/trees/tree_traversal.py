@@ -8,7 +8,7 @@ from ..registry import register_strategy
 from ._common import (
     TreeStrategyBase, as_buffer, node_input_columns, node_thresholds, sum_in_tree_order,
 )
-from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves
+from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
 from ._layout import sibling_adjacent_layout
 
 __all__ = ["TreeTraversalTrees"]
@@ -73,6 +73,8 @@ class TreeTraversalTrees(TreeStrategyBase):
         if self.has_categorical or self.has_linear:
             return self._forward_general(x)
         wide = self.widen(x)
+        if tracing_torchscript():
+            return self._forward_traced(wide)
         if exporting():
             return self._forward_functional(wide)
         n, T = x.shape[0], self.n_trees
@@ -92,6 +94,18 @@ class TreeTraversalTrees(TreeStrategyBase):
             following.sub_(go_left.view(torch.uint8))
             node, following = following, node
         return sum_leaves(self, node, self.leaf_table)
+
+    def _forward_traced(self, wide: torch.Tensor) -> torch.Tensor:
+        """The eager walk's ops (int32 ``index_select``, leaves by ``embedding_bag``)
+        without ``out=`` buffers, whose shapes a trace would freeze: TorchScript's form."""
+        n, T = wide.shape[0], self.n_trees
+        node = self.roots.to(INDEX_DTYPE).unsqueeze(0).expand(n, T).reshape(-1)
+        for _ in range(self.max_depth):
+            columns = torch.index_select(self.columns32, 0, node).view(n, T)
+            thresholds = torch.index_select(self.thresholds, 0, node).view(n, T)
+            go_left = torch.le(torch.gather(wide, 1, columns), thresholds)
+            node = torch.index_select(self.rights32, 0, node) - go_left.view(-1).to(INDEX_DTYPE)
+        return sum_leaves(self, node.view(n, T), self.leaf_table)
 
     def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
         """The same walk without ``out=`` buffers, for torch.compile and exporters."""

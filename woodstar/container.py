@@ -68,6 +68,7 @@ class ConvertedModel:
         # set the thread count after loading).
         self._options = options
         self._batch_rows = {}  # (route, precision) -> rows per batch
+        self._side_by_side = {}  # (route, precision) -> threads running parts concurrently
         self._precision_by_dtype = {}  # a NumPy input's dtype -> precision_for's answer
         self._small_batch = {}  # precision -> SmallBatchEntry, or False where none applies
 
@@ -137,6 +138,7 @@ class ConvertedModel:
         self.device = device
         self._routes = plan.choose_routes(self.ir, self.backend, device.type, self.options)
         self._batch_rows = {}
+        self._side_by_side = {}
         self._small_batch = {}
         return self
 
@@ -169,10 +171,17 @@ class ConvertedModel:
                 rows = self._batch_rows[key] = plan.EVERY_SIZE
                 return rows
             if route == "program" and self.options.batch_size is None:
-                per_row = self._program(precision).module.estimate_bytes(1)
+                program = self._program(precision)
+                tensor_ops = getattr(program, "runs_tensor_ops", True)
+                rows = plan.program_rows_per_batch(
+                    self.ir, self.options, self.device.type, program.module.estimate_bytes(1),
+                    tensor_ops)
+                if plan.takes_cache_sized_parts(self.ir, self.options, self.device.type,
+                                                tensor_ops):
+                    self._side_by_side[key] = getattr(program, "parallel_parts", 1)
             else:
-                per_row = plan.cpu_bytes_per_row(self.ir)
-            rows = self._batch_rows[key] = plan.rows_per_batch(self.options, per_row)
+                rows = plan.rows_per_batch(self.options, plan.cpu_bytes_per_row(self.ir))
+            self._batch_rows[key] = rows
         return rows
 
     def _precision(self, X):
@@ -252,24 +261,34 @@ class ConvertedModel:
         if runner is None:
             runner = self._runner(route, precision)
         step = self._batch_rows.get((route, precision)) or self._rows_per_batch(route, precision)
-        if n <= step and route != "program":
+        parts = plan.part_count(n, step, self._side_by_side.get((route, precision), 1))
+        if parts == 1 and route != "program":
             return runner(X)
         pad = route == "program" and self._options.tvm_pad_input \
             and self._options.batch_size is not None
-        if n <= step and not (pad and n < step):
+        if parts == 1 and not (pad and n < step):
             return runner(X)
-        raw_parts, transformed_parts = [], []
-        for start in range(0, n, step):
-            batch = X[start:start + step]
-            rows = batch.shape[0]
-            if pad and rows < step:
+        if self._options.batch_size is None:
+            # Parts of equal size (within a row), none much smaller than ``step``: a
+            # part's answers then match the whole call's even where an op's arithmetic
+            # depends on the call's row count (ONNX Runtime's tree sums with several
+            # threads change from 51 rows).
+            starts = [i * n // parts for i in range(parts + 1)]
+        else:
+            starts = list(range(0, n, step)) + [n]
+        batches = []
+        for start, stop in zip(starts, starts[1:]):
+            batch = X[start:stop]
+            if pad and stop - start < step:
                 # Hummingbird's tvm_pad_prediction_inputs: a short batch is padded with
                 # zero rows to the batch size; the padding's outputs are dropped.
-                batch = np.concatenate([batch, np.zeros((step - rows, X.shape[1]), X.dtype)])
-            raw, transformed = runner(batch)
-            raw_parts.append(raw[:rows])
-            transformed_parts.append(transformed[:rows])
-        return np.concatenate(raw_parts), np.concatenate(transformed_parts)
+                batch = np.concatenate([batch, np.zeros((step - batch.shape[0], X.shape[1]), X.dtype)])
+            batches.append(batch)
+        run_parts = getattr(runner, "run_parts", None)
+        results = run_parts(batches) if run_parts else [runner(batch) for batch in batches]
+        rows = [stop - start for start, stop in zip(starts, starts[1:])]
+        return (np.concatenate([raw[:r] for (raw, _), r in zip(results, rows)]),
+                np.concatenate([transformed[:r] for (_, transformed), r in zip(results, rows)]))
 
     def _labels(self, raw, proba):
         head = self.ir.head

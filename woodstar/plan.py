@@ -28,10 +28,12 @@ import numpy as np
 
 from .exceptions import MissingConverter, unsupported_message
 from .ir import ModelIR
+from .lowering import routing
 from .lowering.routing import small_batch_rows
 from .runtimes import TREE_RUNTIMES, tree_runtime
 
 __all__ = ["ROUTES", "RouteChoice", "choose_routes", "precision_for", "rows_per_batch",
+           "program_rows_per_batch", "takes_cache_sized_parts", "part_count",
            "cpu_bytes_per_row", "needs_whole_call"]
 
 ROUTES = ("program", "numpy") + tuple(r.name for r in TREE_RUNTIMES)
@@ -210,3 +212,32 @@ def rows_per_batch(options, bytes_per_row: int) -> int:
     if options.batch_size is not None:
         return options.batch_size
     return max(1, options.memory_budget_bytes // max(1, bytes_per_row))
+
+
+def takes_cache_sized_parts(ir: ModelIR, options, device_type: str,
+                            runs_tensor_ops: bool = True) -> bool:
+    """Whether the program route runs this model in cache-sized parts: a model with
+    trees, run by tensor ops (not ONNX Runtime's tree kernel) on the CPU, with no
+    ``batch_size`` asked for."""
+    return (options.batch_size is None and device_type == "cpu" and runs_tensor_ops
+            and bool(ir.graph.nodes_of("trees")))
+
+
+def program_rows_per_batch(ir: ModelIR, options, device_type: str, bytes_per_row: int,
+                           runs_tensor_ops: bool = True) -> int:
+    """The program route's rows per call: ``batch_size`` when given; else the memory
+    budget's rows, and no more than fit the cache where ``takes_cache_sized_parts``."""
+    rows = rows_per_batch(options, bytes_per_row)
+    if takes_cache_sized_parts(ir, options, device_type, runs_tensor_ops):
+        rows = min(rows, routing.cache_part_rows(bytes_per_row))
+    return rows
+
+
+def part_count(n_rows: int, rows_per_part: int, side_by_side: int = 1) -> int:
+    """How many parts a call of ``n_rows`` runs in: enough for ``rows_per_part``, and
+    where ``side_by_side`` threads run parts concurrently, one per thread as long as
+    each keeps ``routing.CACHE_PART_MIN_ROWS`` rows."""
+    parts = -(-n_rows // rows_per_part)
+    if side_by_side > 1:
+        parts = max(parts, min(side_by_side, n_rows // routing.CACHE_PART_MIN_ROWS))
+    return max(1, parts)

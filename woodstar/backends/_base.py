@@ -31,10 +31,21 @@ def cuda_index(device) -> int:
 class Runner:
     """Base for runners: keeps the lowered module, options and device."""
 
+    # The program runs tensor ops over the whole batch, so its temporaries grow with
+    # the batch (the container then runs a model with trees in cache-sized parts on
+    # the CPU: plan.program_rows_per_batch). False for a kernel that walks row by row.
+    runs_tensor_ops = True
+    # How many parts ``run_parts`` runs at once (1: one after another).
+    parallel_parts = 1
+
     def __init__(self, module, options, device):
         self.module = module
         self.options = options
         self.device = torch.device(device)
+
+    def run_parts(self, batches):
+        """``(raw, transformed)`` of each batch, in order."""
+        return [self(batch) for batch in batches]
 
     @property
     def model(self):

@@ -311,6 +311,7 @@ class OnnxRunner(Runner):
         self._model = model
         self._bytes = model.SerializeToString()
         tree_ensemble = is_tree_ensemble_model(model)
+        self.runs_tensor_ops = not tree_ensemble
         self.session = _session(self._bytes, options, device, one_thread=tree_ensemble)
         self._input_name = self.session.get_inputs()[0].name
         threads = (options.n_threads or torch.get_num_threads()) if tree_ensemble else 1

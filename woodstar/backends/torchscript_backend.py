@@ -3,14 +3,18 @@
 The lowered modules have no data-dependent Python control flow (loops run a fixed
 number of levels), so a trace is exact, and batch sizes are read with ``size()`` ops:
 one trace serves every batch size. The saved artifact is an ordinary TorchScript
-archive that ``torch.jit.load`` opens without woodstar.
+archive that ``torch.jit.load`` opens without woodstar; a tree model's archive (on the
+CPU) wraps the trace in ``RowParts``, so that a user of the archive alone keeps the
+cache-sized parts the container runs (``lowering.routing.cache_part_rows``).
 """
 
 import io
 import warnings
+from typing import List, Tuple
 
 import torch
 
+from ..lowering.routing import cache_part_rows
 from ._base import refuse_unsupported_parts
 from ._threads import torch_threads
 from .registry import register_backend
@@ -36,18 +40,58 @@ class TorchScriptRunner(TorchRunner):
                 traced = trace(module, _example(module), device)
         super().__init__(module, options, device, model=traced)
 
-    def run_tensor(self, x: torch.Tensor):
+    def run_tensor(self, x: torch.Tensor, threads=None):
         if self.device.type != "cpu":
-            return super().run_tensor(x)
+            return super().run_tensor(x, threads)
         # On CPU the profiling executor's specialised plans run no faster than its
         # plain one (docs/benchmarks.md, "torch.jit: the profiling executor"), and
         # building them takes seconds to minutes on a program of tens of thousands of
         # ops (exact float32 sums over a wide input), on the first calls of each shape.
         with torch.jit.optimized_execution(False):
-            return super().run_tensor(x)
+            return super().run_tensor(x, threads)
 
     def to(self, device):
         return TorchScriptRunner(self.module, self.options, device)
+
+
+class RowParts(torch.nn.Module):
+    """The trace behind a scripted loop that runs a call of more than ``rows`` rows in
+    parts of equal size (within a row), as the container does."""
+
+    def __init__(self, program, rows: int):
+        super().__init__()
+        self.program = program
+        self.rows = rows
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        n = x.size(0)
+        if n <= self.rows:
+            return self.program(x)
+        parts = (n + self.rows - 1) // self.rows
+        raw: List[torch.Tensor] = []
+        transformed: List[torch.Tensor] = []
+        for i in range(parts):
+            part_raw, part_transformed = self.program(x[i * n // parts:(i + 1) * n // parts])
+            raw.append(part_raw)
+            transformed.append(part_transformed)
+        return torch.cat(raw), torch.cat(transformed)
+
+
+def _archive_program(runner):
+    """What the archive holds: the trace, wrapped in ``RowParts`` for a tree model on
+    the CPU."""
+    if runner.device.type != "cpu" or not getattr(runner.module, "has_trees", False):
+        return runner.model
+    rows = cache_part_rows(runner.module.estimate_bytes(1))
+    return torch.jit.script(RowParts(runner.model, rows))
+
+
+def _trace_in(archive):
+    """The trace inside a loaded archive (a ``RowParts`` one, or a bare trace): the
+    container runs its own parts."""
+    if getattr(archive, "original_name", None) == "RowParts":
+        return archive.program
+    return archive
 
 
 def _example(module):
@@ -73,7 +117,7 @@ class TorchScriptBackend:
     @staticmethod
     def save_artifact(runner):
         buffer = io.BytesIO()
-        torch.jit.save(runner.model, buffer)
+        torch.jit.save(_archive_program(runner), buffer)
         return buffer.getvalue()
 
     @staticmethod
@@ -81,7 +125,7 @@ class TorchScriptBackend:
         # TorchScript archives are read by TorchScript's own restricted C++ unpickler,
         # which resolves only TorchScript types, never Python globals.
         device = torch.device(device)
-        traced = torch.jit.load(io.BytesIO(data), map_location=device)
+        traced = _trace_in(torch.jit.load(io.BytesIO(data), map_location=device))
         if not _same_as_eager(traced, module, device):
             # A trace keeps the device it was made on in its constants (tensors created
             # inside forward): a model saved on another device is traced again here.

@@ -62,6 +62,7 @@ class LoweredModel(nn.Module):
         final = ir.final
         self.strategy = (context.strategies[0] if context.strategies
                          else final.kind if final is not None else "transform")
+        self.has_trees = bool(context.strategies)
 
     @property
     def trees(self):

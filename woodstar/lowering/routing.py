@@ -30,7 +30,7 @@ from ..exceptions import MissingConverter
 from ..ir.tree_ensemble import TreeEnsemble
 from .registry import get_strategy, strategy_names
 
-__all__ = ["choose_strategy", "load_table", "lookup", "small_batch_rows",
+__all__ = ["choose_strategy", "load_table", "lookup", "small_batch_rows", "cache_part_rows",
            "TABLE_PATH", "GEMM_MAX_DEPTH", "PERFECT_MAX_DEPTH", "SMALL_BATCH_STEPS"]
 
 TABLE_PATH = Path(__file__).with_name("routing_table.json")
@@ -50,6 +50,21 @@ SMALL_BATCH_MAX_ROWS = 128    # the largest batch measured
 # The compiled walk (c_walk.py) and ONNX Runtime's tree kernel (onnx_ml.py) beat the
 # Torch program at every measured size, 1 to 16384 rows (docs/benchmarks.md, "CPU
 # routes"): they take every batch.
+
+
+# A tensor program walks trees one op at a time over (rows x trees) temporaries; once
+# those outgrow the cache every op runs at memory speed. On the CPU a program with
+# trees therefore takes parts whose estimated temporaries fit this many bytes: 2-4.6x
+# faster at 100 000 rows on TorchScript, 1.1-1.7x on torch.compile and TVM, ONNX
+# Runtime's tree kernel unchanged (docs/benchmarks.md, "Exporting backends:
+# cache-sized batches").
+CACHE_PART_BYTES = 8 << 20
+CACHE_PART_MIN_ROWS = 256  # below this, per-op overheads outweigh the cache
+
+
+def cache_part_rows(bytes_per_row: int) -> int:
+    """The rows of one cache-sized part of a program that needs ``bytes_per_row``."""
+    return max(CACHE_PART_MIN_ROWS, CACHE_PART_BYTES // max(1, bytes_per_row))
 
 
 @functools.lru_cache(maxsize=4)

@@ -84,3 +84,19 @@ def test_a_thread_count_that_is_not_a_positive_int_is_refused(value):
     with pytest.raises((ConstantError, ValueError, TypeError), match="onnx_runtime_threads"):
         woodstar.convert(GRAPHS["xgboost_3_classes"], "torch",
                          extra_config={"onnx_runtime_threads": value})
+
+
+def test_parts_of_a_large_call_keep_the_sessions_split(monkeypatch):
+    """A call the program route splits into parts: equal parts, each of over 50 rows,
+    keep the whole call's split sums; a short remainder part would not."""
+    from woodstar.lowering import routing
+
+    monkeypatch.setattr(routing, "CACHE_PART_BYTES", 1)  # parts of CACHE_PART_MIN_ROWS
+    graph = GRAPHS["lightgbm_regressor_97_trees"]
+    converted = woodstar.convert(graph, "torch", extra_config={
+        "onnx_runtime_threads": 2, "cpu_route": "program", "n_threads": 1})
+    X = _data(seed=11, n=3 * routing.CACHE_PART_MIN_ROWS + 40)
+    expected = session(graph, 2).run(None, {"input": X})[0]
+    np.testing.assert_array_equal(_answers(converted, X).reshape(expected.shape), expected)
+    tail = X[-40:]  # what fixed-size parts would have left as their last call
+    assert not np.array_equal(_answers(converted, tail).reshape(-1), expected[-40:].reshape(-1))

@@ -49,12 +49,18 @@ OUT = Path(__file__).parent / "results" / "exporting_backends.json"
 STRATEGIES = ("gemm", "tree_trav", "perf_tree_trav")
 SPECS = {
     "rf_100x8": MODEL_SPECS["rf_100x8"],
+    "gbdt_100x3": MODEL_SPECS["gbdt_100x3"],
     "xgb_300x8": ModelSpec("xgb_300x8", "xgboost", "XGBoost, 300 trees, depth 8",
                            params=(("n_estimators", 300), ("max_depth", 8))),
     "lgbm_300x255": ModelSpec("lgbm_300x255", "lightgbm", "LightGBM, 300 trees, 255 leaves",
                               params=(("n_estimators", 300), ("num_leaves", 255))),
 }
 DEFAULT_CANDIDATES = "torch,onnx,onnx/program"
+
+
+def _spec(name):
+    """A model of SPECS, or any of benchmarks/models.py (e.g. the routing sweep's)."""
+    return SPECS.get(name) or MODEL_SPECS[name]
 
 
 class Refused(Exception):
@@ -135,8 +141,9 @@ def measure(models, threads_list, rows_list, repeats, candidates, max_repeat_sec
             max_call_seconds=15.0, write=False, out=OUT):
     results = []
     for name in models:
-        spec = SPECS[name]
+        spec = _spec(name)
         model = load_model(spec)
+        depth = _max_depth(model)
         for threads in threads_list:
             torch.set_num_threads(threads)
             fns, details, refused = {}, {}, {}
@@ -172,7 +179,8 @@ def measure(models, threads_list, rows_list, repeats, candidates, max_repeat_sec
                 cells = time_rounds({k: fn for k, (fn, _) in live.items()}, X, reps)
                 for key, cell in cells.items():  # the median, not the first call (warm-up)
                     last[key] = (rows, cell["ms_q25_median_q75"][1] / 1e3)
-                row = {"model": name, "threads": threads, "rows": rows, "repeats": reps,
+                row = {"model": name, "max_depth": depth, "threads": threads, "rows": rows,
+                       "repeats": reps,
                        "cells": cells, "details": details, "refused": refused, "wrong": wrong,
                        "skipped": skipped}
                 results.append(row)
@@ -227,7 +235,7 @@ def markdown(path=OUT):
     rows = json.loads(Path(path).read_text())["results"]
     lines = []
     for model in sorted({r["model"] for r in rows}):
-        lines += [f"**{model}** ({SPECS[model].description})", "",
+        lines += [f"**{model}** ({_spec(model).description})", "",
                   "| candidate | threads | rows | median ms | ratio to torch [q25, q75] |",
                   "|---|---|---|---|---|"]
         for r in sorted((r for r in rows if r["model"] == model),
@@ -256,7 +264,8 @@ def routing_entries_for(backend, path=OUT):
     from woodstar.lowering._routing_evidence import routing_entries
 
     rows = json.loads(Path(path).read_text())["results"]
-    models = {name: {"max_depth": _max_depth(load_model(SPECS[name]))}
+    depths = {r["model"]: r["max_depth"] for r in rows if "max_depth" in r}
+    models = {name: {"max_depth": depths.get(name) or _max_depth(load_model(_spec(name)))}
               for name in sorted({r["model"] for r in rows})}
     cells = []
     for r in rows:

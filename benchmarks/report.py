@@ -21,6 +21,10 @@ NOTES = Path(__file__).resolve().parent / "notes.md"
 SMALL_BATCHES = Path(__file__).resolve().parent / "results" / "small_batches.json"
 LINEAR = Path(__file__).resolve().parent / "results" / "linear.json"
 SPARK = Path(__file__).resolve().parent / "results" / "spark_udf.json"
+# Per-strategy cells of the exporting backends (benchmarks/ab_exporting.py): their own
+# routing entries, read instead of the torch program's by those backends.
+EXPORTING_STRATEGIES = Path(__file__).resolve().parent / "results" / "exporting_strategies.json"
+EXPORTING_BACKENDS = ("torch.jit", "torch.compile", "tvm")
 
 
 def merge(runs):
@@ -122,10 +126,11 @@ def machine(results):
             "logical_cpus": counts[0] if len(counts) == 1 else (counts or None)}
 
 
-def routing_table(results, backend="torch", device="cpu"):
+def routing_table(results, backend="torch", device="cpu", exporting=False):
     """The routing table ``woodstar.lowering.routing`` reads: depth regions per
     (threads, batch), built by ``woodstar.lowering._routing_evidence`` (the same code
-    as a calibrated table), plus the backend ranking for ``backend="auto"``."""
+    as a calibrated table), plus the backend ranking for ``backend="auto"``; with
+    ``exporting`` (the shipped table), the exporting backends' own entries too."""
     return {
         "version": 1,
         "about": ("Written by benchmarks/report.py from measured results; read by "
@@ -144,9 +149,19 @@ def routing_table(results, backend="torch", device="cpu"):
         "source": {"date": results["meta"]["date"], "cpu": results["meta"]["cpu"],
                    "git_commit": results["meta"].get("git_commit"),
                    "repeats": results["meta"]["repeats"]},
-        "entries": routing_entries(results, backend, device),
+        "entries": routing_entries(results, backend, device)
+        + (exporting_entries(device) if exporting else []),
         "backends": backend_ranking(results, device),
     }
+
+
+def exporting_entries(device="cpu", path=EXPORTING_STRATEGIES):
+    """The exporting backends' own routing entries, from their per-strategy cells."""
+    if device != "cpu" or not Path(path).exists():
+        return []
+    from benchmarks.ab_exporting import routing_entries_for
+
+    return [e for b in EXPORTING_BACKENDS for e in routing_entries_for(b, path)]
 
 
 def _plot(results, model, threads, path):
@@ -371,18 +386,22 @@ def markdown(results, table, plots, results_path, shipped=False, img_dir=None):
                       "convert does not read it: `woodstar calibrate` writes the table it reads)")
     # ---------------------------------------------------------------- decision
     lines += ["## Decision", "",
-              f"Routing table ({table_name}, torch backend, CPU): for "
-              "each thread count and batch size, the fastest strategy by the deepest tree of "
-              "the model. A boundary sits between two measured depths; past the deepest "
-              "measured model the last region is an extrapolation.", "",
-              "| threads | batch | regions (max depth → strategy; evidence) |", "|---|---|---|"]
+              f"Routing table ({table_name}, CPU): for each backend, thread count and "
+              "batch size, the fastest strategy by the deepest tree of the model. A boundary "
+              "sits between two measured depths; past the deepest measured model the last "
+              "region is an extrapolation. The torch rows are the eager program's evidence "
+              "above; torch.jit, torch.compile and tvm have their own, from "
+              "`benchmarks/ab_exporting.py` (`results/exporting_strategies.json`), where a "
+              "large call runs in cache-sized parts of about 1 000-3 000 rows.", "",
+              "| backend | threads | batch | regions (max depth → strategy; evidence) |",
+              "|---|---|---|---|"]
     for e in table["entries"]:
         parts = []
         for r in e["regions"]:
             bound = f"≤{r['depth_le']}" if r["depth_le"] is not None else f"≥{r['depth_min']}"
             flag = "" if r["unanimous"] else " (not tied at every point)"
             parts.append(f"{bound} → **{r['strategy']}**{flag} ({', '.join(r['evidence'])})")
-        lines.append(f"| {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
+        lines.append(f"| {e['backend']} | {e['threads']} | {e['batch']} | {'; '.join(parts)} |")
     ranking = table.get("backends", {})
     if ranking.get("entries"):
         lines += ["", "`backend=\"auto\"` reads this ranking (routed route per backend, geometric "
@@ -608,7 +627,7 @@ def write_all(results, results_path, out_dir, table_path=None, shipped=False):
                     plots[(model, t)] = name
             except ImportError:
                 break
-    table = routing_table(results)
+    table = routing_table(results, exporting=shipped)
     if not shipped:
         table["kind"] = "bench"
     table_path = Path(table_path) if table_path is not None else out_dir / "routing_table.json"

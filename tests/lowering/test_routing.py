@@ -256,3 +256,32 @@ def test_shipped_table_records_its_machine():
     table = routing.load_table(routing.TABLE_PATH)
     assert table["kind"] == "shipped"
     assert table["machine"]["cpu"] and table["machine"]["logical_cpus"] == 2
+
+
+def test_a_fallback_needs_evidence_at_every_point_of_its_region():
+    """GEMM timed on the shallow model only: its small summed time is missing
+    evidence, so it ranks after the strategies timed at every depth of the region."""
+    from woodstar.lowering._routing_evidence import routing_entries
+
+    def cell(model, strategy, median):
+        return {"model": model, "threads": 1, "batch": 1000, "kind": "woodstar",
+                "backend": "torch.compile", "strategy": strategy, "status": "ok",
+                "median_s": median, "mad_s": 0.0}
+
+    results = {"models": {"d3": {"max_depth": 3}, "d8": {"max_depth": 8}},
+               "cells": [cell("d3", "perf_tree_trav", 1.0), cell("d3", "tree_trav", 1.3),
+                         cell("d3", "gemm", 1.2), cell("d8", "perf_tree_trav", 2.0),
+                         cell("d8", "tree_trav", 2.6)]}
+    (entry,) = routing_entries(results, backend="torch.compile")
+    (region,) = entry["regions"]
+    assert region["ranking"] == ["perf_tree_trav", "tree_trav", "gemm"]
+
+
+
+def test_a_backend_with_its_own_entries_reads_them_not_torchs():
+    own = {"device": "cpu", "backend": "torch.jit", "threads": 1, "batch": 1000, "regions": [
+        _region(None, "tree_trav", ["tree_trav", "perf_tree_trav"])]}
+    table = {**TABLE, "entries": TABLE["entries"] + [own]}
+    assert routing.lookup(table, 8, 10_000, 1)[0] == "perf_tree_trav"  # torch's region
+    assert routing.lookup(table, 8, 10_000, 1, backend="torch.jit")[0] == "tree_trav"
+    assert routing.lookup(table, 8, 10_000, 1, backend="tvm")[0] == "perf_tree_trav"  # none: torch's

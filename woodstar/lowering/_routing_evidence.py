@@ -26,13 +26,17 @@ def _tied(cands, best):
 def _region(group, alive, measured):
     """One depth region from its points: among the strategies tied at every point, the
     one with the least summed time (time relative to each point's fastest)."""
-    score = defaultdict(float)
+    score, points = defaultdict(float), defaultdict(int)
     for _, _, cands, _ in group:
         best = cands[0][0]
         for time_s, s, _ in cands:
             score[s] += time_s / best
+            points[s] += 1
     pool = alive or {s for s in score}
-    ranking = sorted(score, key=lambda s: (s not in pool, score[s], s))
+    # A strategy timed at fewer of the region's points ranks after those timed at all of
+    # them: its smaller sum is missing evidence, not speed (GEMM timed only on a shallow
+    # model must not be the fallback for deep ones, where it is hundreds of times slower).
+    ranking = sorted(score, key=lambda s: (s not in pool, -points[s], score[s], s))
     region = {"depth_min": group[0][0], "depth_max": group[-1][0], "strategy": ranking[0],
               "ranking": ranking, "evidence": [m for _, m, _, _ in group],
               "unanimous": bool(alive)}

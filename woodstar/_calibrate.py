@@ -188,8 +188,9 @@ def measure(budget, depths=DEPTHS, batches=BATCHES, threads=None, n_trees=N_TREE
 
 def build_table(results, budget_s, elapsed_s, shipped=None):
     """A calibrated routing table (``woodstar.calibration`` validates and writes it):
-    this machine's depth regions, its provenance, and the shipped table's backend
-    ranking for ``backend="auto"`` (calibration times tree strategies, not backends)."""
+    this machine's depth regions for the torch program, its provenance, and from the
+    shipped table the other backends' own entries and the backend ranking for
+    ``backend="auto"`` (calibration times the torch program's strategies only)."""
     from . import calibration
     from .lowering._routing_evidence import MARGIN, routing_entries
 
@@ -211,7 +212,9 @@ def build_table(results, budget_s, elapsed_s, shipped=None):
         "skipped": results["skipped"],
         "refused": results["refused"],
         "not_timed": results["not_timed"],
-        "entries": routing_entries(results),
+        "entries": routing_entries(results) + [
+            e for e in shipped.get("entries", []) if e.get("backend") != "torch"],
         "backends": shipped.get("backends") or {"entries": []},
         "backends_from": "shipped table (calibration does not time backends)",
+        "other_backends_from": "shipped table (entries of backends other than torch)",
     }

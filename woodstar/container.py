@@ -172,12 +172,12 @@ class ConvertedModel:
                 return rows
             if route == "program" and self.options.batch_size is None:
                 program = self._program(precision)
-                tensor_ops = getattr(program, "runs_tensor_ops", True)
-                rows = plan.program_rows_per_batch(
-                    self.ir, self.options, self.device.type, program.module.estimate_bytes(1),
-                    tensor_ops)
-                if plan.takes_cache_sized_parts(self.ir, self.options, self.device.type,
-                                                tensor_ops):
+                cache_sized = plan.takes_cache_sized_parts(
+                    self.ir, self.options, self.device.type,
+                    getattr(program, "runs_tensor_ops", True))
+                rows = plan.program_rows_per_batch(self.options, program.module.estimate_bytes(1),
+                                                   cache_sized)
+                if cache_sized:
                     self._side_by_side[key] = getattr(program, "parallel_parts", 1)
             else:
                 rows = plan.rows_per_batch(self.options, plan.cpu_bytes_per_row(self.ir))

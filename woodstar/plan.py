@@ -223,12 +223,12 @@ def takes_cache_sized_parts(ir: ModelIR, options, device_type: str,
             and bool(ir.graph.nodes_of("trees")))
 
 
-def program_rows_per_batch(ir: ModelIR, options, device_type: str, bytes_per_row: int,
-                           runs_tensor_ops: bool = True) -> int:
+def program_rows_per_batch(options, bytes_per_row: int, cache_sized: bool) -> int:
     """The program route's rows per call: ``batch_size`` when given; else the memory
-    budget's rows, and no more than fit the cache where ``takes_cache_sized_parts``."""
+    budget's rows, and no more than fit the cache when ``cache_sized`` (the answer of
+    ``takes_cache_sized_parts``)."""
     rows = rows_per_batch(options, bytes_per_row)
-    if takes_cache_sized_parts(ir, options, device_type, runs_tensor_ops):
+    if cache_sized:
         rows = min(rows, routing.cache_part_rows(bytes_per_row))
     return rows
 

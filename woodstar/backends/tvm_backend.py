@@ -3,6 +3,11 @@
 
 * The batch dimension is a symbolic ``torch.export.Dim`` without an upper bound, so
   one compiled library serves every batch size.
+* On the CPU the tree walks are exported as one operator each
+  (``woodstar::perfect_tree_walk``, ``woodstar::node_tree_walk``) and compiled as
+  kernels of ours (``tvm_tree_walk.py``): Relax's default CPU pipeline schedules nothing and fuses no
+  gathers, so the walk's tensor ops would each make a pass over memory. CUDA keeps the
+  tensor ops, which TVM's GPU pipeline schedules.
 * ``tvm_max_fuse_depth``: the most operators Relax's ``FuseOps`` puts into one fused
   kernel (PassContext config ``relax.FuseOps.max_depth``; TVM's default is 256).
   Smaller values give more, smaller kernels and shorter compile times.
@@ -38,7 +43,10 @@ import warnings
 
 import torch
 
+from ..lowering.trees._common import TreeStrategyBase
+from ..lowering.trees.walk_op import whole_walk_op
 from ._base import Runner, cuda_index, refuse_unsupported_parts
+from .tvm_tree_walk import CONVERTERS as WALK_CONVERTERS
 from .registry import register_backend
 
 __all__ = ["TvmBackend"]
@@ -53,6 +61,10 @@ def _target(device):
     if torch.device(device).type == "cuda":
         return tvm.target.Target("cuda"), tvm.cuda(cuda_index(device))
     return tvm.target.Target("llvm"), tvm.cpu(0)
+
+
+WHOLE_WALK_ON_CPU = True
+"""False compiles the walk's tensor ops on the CPU too (the A/B's ``tvm+ops`` candidate)."""
 
 
 def _make_tvm_friendly(program):
@@ -167,14 +179,19 @@ def _compile_tvm(module, options, device):
 
     module = module.to("cpu")
     example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
-    with warnings.catch_warnings():
+    on_cpu = torch.device(device).type == "cpu" and WHOLE_WALK_ON_CPU
+    # On the CPU the tree walks are kernels of ours (tvm_tree_walk.py); CUDA keeps the
+    # tensor ops, which TVM's GPU pipeline schedules itself.
+    walk_op = whole_walk_op() if on_cpu else contextlib.nullcontext()
+    convert_map = {**_CUSTOM_OPS, **WALK_CONVERTERS} if on_cpu else _CUSTOM_OPS
+    with warnings.catch_warnings(), walk_op:
         warnings.simplefilter("ignore")
         program = torch.export.export(module, (example,),
                                       dynamic_shapes=({0: torch.export.Dim("batch")},))
         program = program.run_decompositions()
         program = _make_tvm_friendly(program)
         ir_module = from_exported_program(program, keep_params_as_input=False,
-                                          custom_convert_map=_CUSTOM_OPS)
+                                          custom_convert_map=convert_map)
     target, _ = _target(device)
     config = {}
     if options.tvm_max_fuse_depth is not None:
@@ -196,10 +213,20 @@ def _configure_threads(n_threads):
     _POOL_THREADS = n_threads
 
 
+def _walks_in_kernels(module, device) -> bool:
+    """Whether every tree part compiles to a walk kernel: then the program's temporaries
+    do not grow with rows x trees, and a large call needs no cache-sized parts."""
+    strategies = [m for m in module.modules() if isinstance(m, TreeStrategyBase)]
+    return (torch.device(device).type == "cpu" and WHOLE_WALK_ON_CPU and bool(strategies)
+            and all(s.exports_whole_walk for s in strategies))
+
+
 class TvmRunner(Runner):
     def __init__(self, module, options, device, executable=None):
         super().__init__(module, options, device)
         from tvm import relax
+
+        self.runs_tensor_ops = not _walks_in_kernels(module, device)
 
         self.executable = executable if executable is not None else compile_tvm(module, options, device)
         _, self._tvm_device = _target(device)

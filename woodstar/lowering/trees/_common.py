@@ -127,6 +127,12 @@ class TreeStrategyBase(nn.Module):
 
     name = ""
 
+    @property
+    def exports_whole_walk(self) -> bool:
+        """Whether, inside ``walk_op.whole_walk_op()``, the export holds the walk as one
+        operator (the lean forms of the traversal strategies do)."""
+        return False
+
     def __init__(self, ens: TreeEnsemble, dtype: str):
         super().__init__()
         self.n_features = ens.n_features
@@ -234,6 +240,12 @@ class TreeStrategyBase(nn.Module):
         column = torch.where(valid, code, torch.full_like(code, n_bits))
         column = torch.where(torch.isnan(values), torch.full_like(code, n_bits + 1), column)
         return self.category_table[rows * (n_bits + 2) + column.to(torch.int64)]
+
+    def _finish(self, raw: torch.Tensor) -> torch.Tensor:
+        """(n, n_outputs) tree sums -> aggregated raw scores (mean, base score)."""
+        if self.mean:
+            raw = raw / self.n_trees
+        return raw + self.base_score
 
     def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:
         """(n, T, W) float64 leaf vectors -> (n, n_outputs) aggregated raw scores."""

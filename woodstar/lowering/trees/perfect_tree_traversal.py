@@ -10,6 +10,7 @@ from ._common import (
     sum_in_tree_order,
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
+from .walk_op import emits_whole_walk_op, perfect_tree_walk
 
 __all__ = ["PerfectTreeTraversalTrees"]
 
@@ -133,6 +134,10 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
     # what counts when per-op overhead dominates (docs/benchmarks.md, "tiny batches").
     dense_max_elements = 1 << 16
 
+    @property
+    def exports_whole_walk(self) -> bool:
+        return not (self.has_categorical or self.has_linear)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.has_categorical or self.has_linear:
             return self._forward_general(x)
@@ -141,6 +146,9 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
         if tracing_torchscript():
             return self._forward_traced(wide)
         if exporting():
+            if emits_whole_walk_op():
+                return self._finish(perfect_tree_walk(wide, self.level_columns, self.level_thresholds,
+                                                      self.leaf_table, T, self.depth))
             return self._forward_functional(wide)
         index = torch.arange(T, dtype=INDEX_DTYPE, device=x.device).repeat(n, 1)
         if n * self.level_columns.shape[0] <= self.dense_max_elements:
@@ -190,10 +198,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             values = torch.gather(wide, 1, columns[node])
             index = 2 * index + (values <= self.level_thresholds[node]).to(index.dtype)
         leaves = self.leaf_table[index]  # (rows, trees, width)
-        raw = sum_in_tree_order(leaves)
-        if self.mean:
-            raw = raw / self.n_trees
-        return raw + self.base_score
+        return self._finish(sum_in_tree_order(leaves))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

@@ -10,6 +10,7 @@ from ._common import (
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
 from ._layout import sibling_adjacent_layout
+from .walk_op import emits_whole_walk_op, node_tree_walk
 
 __all__ = ["TreeTraversalTrees"]
 
@@ -69,6 +70,10 @@ class TreeTraversalTrees(TreeStrategyBase):
         self.register_buffer("leaf_table", as_buffer(spread_leaf_table(
             ens, order, tree_of_node, np.float64)))
 
+    @property
+    def exports_whole_walk(self) -> bool:
+        return not (self.has_categorical or self.has_linear)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.has_categorical or self.has_linear:
             return self._forward_general(x)
@@ -76,6 +81,9 @@ class TreeTraversalTrees(TreeStrategyBase):
         if tracing_torchscript():
             return self._forward_traced(wide)
         if exporting():
+            if emits_whole_walk_op():
+                return self._finish(node_tree_walk(wide, self.roots, self.columns32, self.thresholds,
+                                                   self.rights32, self.leaf_table, self.max_depth))
             return self._forward_functional(wide)
         n, T = x.shape[0], self.n_trees
         node = self.roots.to(INDEX_DTYPE).repeat(n, 1)
@@ -114,10 +122,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         for _ in range(self.max_depth):
             values = torch.gather(wide, 1, columns[node])
             node = rights[node] - (values <= self.thresholds[node]).to(torch.int64)
-        raw = sum_in_tree_order(self.leaf_table[node])
-        if self.mean:
-            raw = raw / self.n_trees
-        return raw + self.base_score
+        return self._finish(sum_in_tree_order(self.leaf_table[node]))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

@@ -3,6 +3,8 @@ container=False, registry errors, and each backend's own promises."""
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -328,6 +330,29 @@ def test_tvm_max_fuse_depth_and_padding(sk_models, rng):
         np.testing.assert_allclose(converted.predict_proba(rows), model.predict_proba(rows),
                                    rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+
+
+def test_tvm_calls_leave_the_callers_cpus_alone():
+    """TVM binds the thread that starts its pool to one core; every thread started
+    from it afterwards (Torch's pool included) would share that core. Checked in a
+    fresh process: the pool starts once per process."""
+    if not all_backends()["tvm"].is_available()[0]:
+        pytest.skip("tvm not available")
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs a CPU set of two or more CPUs (Linux)")
+    code = ("import os, numpy as np, woodstar\n"
+            "from sklearn.ensemble import RandomForestRegressor\n"
+            "X = np.random.default_rng(0).normal(size=(2000, 4))\n"
+            "m = RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, X[:, 0])\n"
+            "before = os.sched_getaffinity(0)\n"
+            "c = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
+            "c.predict(X)\n"
+            "print(sorted(before))\n"
+            "print(sorted(os.sched_getaffinity(0)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    before, after = out.stdout.strip().splitlines()[-2:]
+    assert before == after, f"the caller's CPUs changed from {before} to {after}"
 
 
 @onnx_only

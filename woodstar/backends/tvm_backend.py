@@ -20,6 +20,10 @@
   ``config_threadpool``); TVM has no per-call setting and no way to read the current
   one back, so ``n_threads`` is applied when the pool is configured, before the first
   run, and stays in effect for the process. The torch setting is not touched.
+* When TVM starts a pool of several threads it binds the calling thread to one core
+  (``TVM_BIND_THREADS``), and every thread the caller starts afterwards (Torch's and
+  OpenMP's pools included) would inherit that single core. The runner gives the
+  calling thread its CPU set back after a call that changed it.
 * TVM's C++ logger writes warnings for the user of TVM's own operators
   (``Fast mode segfaults when there are out-of-bounds indices``, ``Scope Saving:``)
   straight to the process's stderr file descriptor during the compile; woodstar
@@ -213,6 +217,16 @@ def _configure_threads(n_threads):
     _POOL_THREADS = n_threads
 
 
+def _caller_cpus():
+    """The calling thread's CPU set, where the platform has one (Linux)."""
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+
+
+def _restore_caller_cpus(cpus):
+    if cpus is not None and os.sched_getaffinity(0) != cpus:
+        os.sched_setaffinity(0, cpus)
+
+
 def _walks_in_kernels(module, device) -> bool:
     """Whether every tree part compiles to a walk kernel: then the program's temporaries
     do not grow with rows x trees, and a large call needs no cache-sized parts."""
@@ -239,9 +253,13 @@ class TvmRunner(Runner):
     def __call__(self, X):
         import tvm
 
-        _configure_threads(self.options.n_threads)
-        x = tvm.runtime.tensor(X, device=self._tvm_device)
-        raw, transformed = self.vm["main"](x)
+        cpus = _caller_cpus()
+        try:
+            _configure_threads(self.options.n_threads)
+            x = tvm.runtime.tensor(X, device=self._tvm_device)
+            raw, transformed = self.vm["main"](x)
+        finally:
+            _restore_caller_cpus(cpus)
         return raw.numpy(), transformed.numpy()
 
     def to(self, device):

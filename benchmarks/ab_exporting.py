@@ -17,7 +17,10 @@ Candidates (``--candidates``, comma-separated):
   onnx/<strategy>          the tensor program with that strategy
   torch.jit, torch.jit/<strategy>, torch.compile, torch.compile/<strategy>
   torch.jit+freeze[/<strategy>]  the trace frozen and passed to optimize_for_inference
-  tvm, tvm/<strategy>, tvm+fuse<N> (tvm_max_fuse_depth N), tvm+native (LLVM's ``mcpu`` set to this CPU)
+  tvm, tvm/<strategy>, tvm+fuse<N> (tvm_max_fuse_depth N), tvm+native (LLVM's ``mcpu`` set to this CPU),
+                           tvm+ops (the tree walk as tensor ops, not one kernel),
+                           tvm+parts (the walk kernel, run in cache-sized parts),
+                           tvm+block<N> (the walk kernel with N rows in lockstep)
 
 A candidate whose call is projected (from its median at the previous batch) to take
 over 15 s is not timed at the next batch; the projection is recorded.
@@ -73,9 +76,12 @@ def build(name, model, threads):
     config = {"n_threads": threads}
     flags = backend.split("+")
     backend = flags.pop(0)
+    block = None
     for flag in flags:
         if flag.startswith("fuse"):
             config["tvm_max_fuse_depth"] = int(flag[4:])
+        elif flag.startswith("block"):
+            block = int(flag[5:])
     if variant in STRATEGIES:
         config["tree_implementation"] = variant
     elif variant == "program":
@@ -85,7 +91,21 @@ def build(name, model, threads):
         config["tree_implementation"] = probe.strategy
     try:
         start = time.perf_counter()
-        if "native" in flags:
+        if block is not None:  # the walk kernel with another row block
+            from woodstar.backends import tvm_tree_walk
+            default, tvm_tree_walk.ROW_BLOCK = tvm_tree_walk.ROW_BLOCK, block
+            try:
+                converted = woodstar.convert(model, backend, extra_config=config)
+            finally:
+                tvm_tree_walk.ROW_BLOCK = default
+        elif "ops" in flags:  # the walk as tensor ops, not one kernel
+            from woodstar.backends import tvm_backend
+            tvm_backend.WHOLE_WALK_ON_CPU = False
+            try:
+                converted = woodstar.convert(model, backend, extra_config=config)
+            finally:
+                tvm_backend.WHOLE_WALK_ON_CPU = True
+        elif "native" in flags:
             from woodstar.backends import tvm_backend
             original = tvm_backend._target
             tvm_backend._target = _native_target(original)
@@ -95,6 +115,8 @@ def build(name, model, threads):
                 tvm_backend._target = original
         else:
             converted = woodstar.convert(model, backend, extra_config=config)
+        if "parts" in flags:  # cache-sized parts although the walk is one kernel
+            converted._programs["float32"].runs_tensor_ops = True
         if "freeze" in flags:  # TorchScript: frozen, then optimize_for_inference
             program = converted._program("float32")
             program._model = torch.jit.optimize_for_inference(torch.jit.freeze(program._model))

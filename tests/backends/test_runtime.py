@@ -332,10 +332,12 @@ def test_tvm_max_fuse_depth_and_padding(sk_models, rng):
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
 
 
-def test_tvm_calls_leave_the_callers_cpus_alone():
-    """TVM binds the thread that starts its pool to one core; every thread started
-    from it afterwards (Torch's pool included) would share that core. Checked in a
-    fresh process: the pool starts once per process."""
+def test_tvm_pool_size_and_the_callers_cpus():
+    """The first ``n_threads`` sizes TVM's pool through ``TVM_NUM_THREADS`` (read when
+    the pool starts); a second size resizes it with ``config_threadpool``, which binds
+    the calling thread to one core: every thread started from it afterwards (Torch's
+    pool included) would share that core, so the runner gives the CPUs back. Checked
+    in a fresh process: the pool starts once per process."""
     if not all_backends()["tvm"].is_available()[0]:
         pytest.skip("tvm not available")
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
@@ -344,14 +346,18 @@ def test_tvm_calls_leave_the_callers_cpus_alone():
             "from sklearn.ensemble import RandomForestRegressor\n"
             "X = np.random.default_rng(0).normal(size=(2000, 4))\n"
             "m = RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, X[:, 0])\n"
+            "os.environ.pop('TVM_NUM_THREADS', None)\n"
             "before = os.sched_getaffinity(0)\n"
-            "c = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
-            "c.predict(X)\n"
+            "one = woodstar.convert(m, 'tvm', extra_config={'n_threads': 1})\n"
+            "print(os.environ.get('TVM_NUM_THREADS'))\n"
+            "two = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
+            "assert (one.predict(X) == two.predict(X)).all()\n"
             "print(sorted(before))\n"
             "print(sorted(os.sched_getaffinity(0)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    before, after = out.stdout.strip().splitlines()[-2:]
+    pool, before, after = out.stdout.strip().splitlines()[-3:]
+    assert pool == "1"
     assert before == after, f"the caller's CPUs changed from {before} to {after}"
 
 

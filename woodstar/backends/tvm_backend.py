@@ -16,14 +16,17 @@
   size and the padding's outputs are dropped, as Hummingbird's TVM backend does. The
   compiled program takes any batch size, so this is needed only to run every call at
   one shape (steady timings).
-* Threads: TVM's CPU thread pool is process-wide (``TVM_NUM_THREADS`` or the runtime's
-  ``config_threadpool``); TVM has no per-call setting and no way to read the current
-  one back, so ``n_threads`` is applied when the pool is configured, before the first
-  run, and stays in effect for the process. The torch setting is not touched.
-* When TVM starts a pool of several threads it binds the calling thread to one core
-  (``TVM_BIND_THREADS``), and every thread the caller starts afterwards (Torch's and
-  OpenMP's pools included) would inherit that single core. The runner gives the
-  calling thread its CPU set back after a call that changed it.
+* Threads: TVM's CPU thread pool is process-wide; TVM has no per-call setting and no
+  way to read the current one back. The first ``n_threads`` asked for sizes the pool
+  when it starts (``TVM_NUM_THREADS``, set in the process's environment before the
+  first compile) and stays in effect for the process; a model converted later with
+  another ``n_threads`` resizes it with ``config_threadpool``, whose threads measured no
+  faster than one. Without ``n_threads`` TVM's default applies (half the logical CPUs
+  on x86). A pool started by other TVM code before woodstar's first compile keeps its
+  size. The torch setting is not touched.
+* ``config_threadpool`` binds the calling thread to one core, and every thread the
+  caller starts afterwards (Torch's and OpenMP's pools included) would inherit that
+  single core; the calling thread gets its CPU set back right after it.
 * TVM's C++ logger writes warnings for the user of TVM's own operators
   (``Fast mode segfaults when there are out-of-bounds indices``, ``Scope Saving:``)
   straight to the process's stderr file descriptor during the compile; woodstar
@@ -171,6 +174,7 @@ def _filtered_native_stderr():
 
 
 def compile_tvm(module, options, device):
+    _configure_threads(options.n_threads)  # the compile may start TVM's pool
     with _filtered_native_stderr():
         return _compile_tvm(module, options, device)
 
@@ -208,12 +212,25 @@ _POOL_THREADS = None
 
 
 def _configure_threads(n_threads):
+    """Size TVM's pool for ``n_threads``. The pool starts at its first parallel loop (a
+    compile's constant folding or a call) and reads ``TVM_NUM_THREADS`` then, so the
+    first size asked for is set there. ``runtime.config_threadpool`` resizes a started
+    pool, but its threads then no longer share the work (a 2-thread walk ran no faster
+    than one thread: benchmarks/notes.md), so it serves only a second size in one
+    process."""
     global _POOL_THREADS
     if n_threads is None or n_threads == _POOL_THREADS:
         return
-    import tvm
+    if _POOL_THREADS is None:
+        os.environ["TVM_NUM_THREADS"] = str(n_threads)
+    else:
+        import tvm
 
-    tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
+        cpus = _caller_cpus()
+        try:
+            tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
+        finally:
+            _restore_caller_cpus(cpus)  # it binds the caller to one core
     _POOL_THREADS = n_threads
 
 
@@ -253,13 +270,9 @@ class TvmRunner(Runner):
     def __call__(self, X):
         import tvm
 
-        cpus = _caller_cpus()
-        try:
-            _configure_threads(self.options.n_threads)
-            x = tvm.runtime.tensor(X, device=self._tvm_device)
-            raw, transformed = self.vm["main"](x)
-        finally:
-            _restore_caller_cpus(cpus)
+        _configure_threads(self.options.n_threads)
+        x = tvm.runtime.tensor(X, device=self._tvm_device)
+        raw, transformed = self.vm["main"](x)
         return raw.numpy(), transformed.numpy()
 
     def to(self, device):

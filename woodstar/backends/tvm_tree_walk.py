@@ -16,19 +16,18 @@ stored), so the inner loops have no bounds test.
 tvm is imported only inside these functions.
 """
 
-ROW_BLOCK = 8
-"""Rows walked in lockstep: 8 was fastest of 1-32 (benchmarks/notes.md, "tvm: one
-kernel for the walk")."""
+ROW_BLOCK = 16
+"""Rows walked in lockstep (benchmarks/notes.md, "tvm: one kernel per tree walk")."""
 
 
 
 def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dtype,
-                        row_block=ROW_BLOCK):
+                        row_block=None):
     """The TensorIR function ``(wide, columns, thresholds, leaves, out)`` of the
     perfect-tree walk; the row count is symbolic, everything else fixed by the model."""
     from tvm.script import tirx as T
 
-    B = row_block
+    B = row_block or ROW_BLOCK
 
     @T.prim_func(private=True)
     def perfect_tree_walk(var_wide: T.handle, columns: T.Buffer((n_nodes,), "int32"),
@@ -64,12 +63,12 @@ def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dty
     return perfect_tree_walk
 
 
-def node_walk_kernel(n_columns, n_trees, steps, n_nodes, width, dtype, row_block=ROW_BLOCK):
+def node_walk_kernel(n_columns, n_trees, steps, n_nodes, width, dtype, row_block=None):
     """The TensorIR function ``(wide, roots, columns, thresholds, rights, leaves, out)``
     of the node walk (``steps`` steps; a leaf's step keeps it in place)."""
     from tvm.script import tirx as T
 
-    B = row_block
+    B = row_block or ROW_BLOCK
 
     @T.prim_func(private=True)
     def node_tree_walk(var_wide: T.handle, roots: T.Buffer((n_trees,), "int64"),

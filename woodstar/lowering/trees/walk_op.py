@@ -17,7 +17,7 @@ otherwise.
 """
 
 import contextlib
-import contextvars
+import threading
 
 import torch
 
@@ -25,21 +25,26 @@ from ._common import sum_in_tree_order
 
 __all__ = ["whole_walk_op", "emits_whole_walk_op", "perfect_tree_walk", "node_tree_walk"]
 
-_EMIT = contextvars.ContextVar("woodstar_whole_walk_op", default=False)
+# A plain module flag, not a ContextVar: torch.compile traces the strategies' forward and
+# cannot trace ContextVar.get. The lock keeps two exports from overlapping in time.
+_EMIT = False
+_EXPORT_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
 def whole_walk_op():
-    """Within the block, the perfect-tree strategy exports its walk as one operator."""
-    token = _EMIT.set(True)
-    try:
-        yield
-    finally:
-        _EMIT.reset(token)
+    """Within the block, the traversal strategies export their walk as one operator."""
+    global _EMIT
+    with _EXPORT_LOCK:
+        _EMIT = True
+        try:
+            yield
+        finally:
+            _EMIT = False
 
 
 def emits_whole_walk_op() -> bool:
-    return _EMIT.get()
+    return _EMIT
 
 
 @torch.library.custom_op("woodstar::perfect_tree_walk", mutates_args=())

@@ -20,7 +20,6 @@ ROW_BLOCK = 16
 """Rows walked in lockstep (benchmarks/notes.md, "tvm: one kernel per tree walk")."""
 
 
-
 def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dtype,
                         row_block=None):
     """The TensorIR function ``(wide, columns, thresholds, leaves, out)`` of the

@@ -40,6 +40,11 @@ def precision(request):
     return request.param
 
 
+# TVM's pool threads spin after each call by default; in a test worker they would take
+# the CPU the other pytest-xdist worker is using. They sleep instead (answers do not
+# depend on it).
+os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
+
 # Fresh random data on every run; WOODSTAR_TEST_SEED=<n> replays a run. Set in the
 # environment before pytest-xdist starts its workers, so they all share it.
 os.environ.setdefault("WOODSTAR_TEST_SEED", str(random.SystemRandom().randrange(2**31)))

@@ -17,13 +17,13 @@
   compiled program takes any batch size, so this is needed only to run every call at
   one shape (steady timings).
 * Threads: TVM's CPU thread pool is process-wide; TVM has no per-call setting and no
-  way to read the current one back. The first ``n_threads`` asked for sizes the pool
-  when it starts (``TVM_NUM_THREADS``, set in the process's environment before the
-  first compile) and stays in effect for the process; a model converted later with
-  another ``n_threads`` resizes it with ``config_threadpool``, whose threads measured no
-  faster than one. Without ``n_threads`` TVM's default applies (half the logical CPUs
-  on x86). A pool started by other TVM code before woodstar's first compile keeps its
-  size. The torch setting is not touched.
+  way to read the current one back. The first TVM model woodstar converts in a process
+  sizes the pool when it starts: its ``n_threads`` (``TVM_NUM_THREADS``, set in the
+  process's environment before that compile), or TVM's default without one (half the
+  logical CPUs on x86). A model converted later with another ``n_threads`` resizes it
+  with ``config_threadpool``, whose threads measured no faster than one. A pool started
+  by other TVM code before woodstar's first compile keeps its size. The torch setting
+  is not touched.
 * ``config_threadpool`` binds the calling thread to one core, and every thread the
   caller starts afterwards (Torch's and OpenMP's pools included) would inherit that
   single core; the calling thread gets its CPU set back right after it.
@@ -208,30 +208,29 @@ def _compile_tvm(module, options, device):
         return tvm.compile(ir_module, target=target)
 
 
-_POOL_THREADS = None
+_POOL = {"threads": None, "started": False}
 
 
 def _configure_threads(n_threads):
-    """Size TVM's pool for ``n_threads``. The pool starts at its first parallel loop (a
-    compile's constant folding or a call) and reads ``TVM_NUM_THREADS`` then, so the
-    first size asked for is set there. ``runtime.config_threadpool`` resizes a started
-    pool, but its threads then no longer share the work (a 2-thread walk ran no faster
-    than one thread: benchmarks/notes.md), so it serves only a second size in one
-    process."""
-    global _POOL_THREADS
-    if n_threads is None or n_threads == _POOL_THREADS:
-        return
-    if _POOL_THREADS is None:
-        os.environ["TVM_NUM_THREADS"] = str(n_threads)
-    else:
-        import tvm
+    """Size TVM's pool for ``n_threads`` before woodstar's compile or call. The pool
+    starts at its first parallel loop (a compile's constant folding or a call) and reads
+    ``TVM_NUM_THREADS`` then, so the first TVM model woodstar handles in a process sets
+    it. ``runtime.config_threadpool`` resizes a started pool, but its threads then no
+    longer share the work (a 2-thread walk ran no faster than one thread:
+    benchmarks/notes.md), so it serves only a later, different size."""
+    if n_threads is not None and n_threads != _POOL["threads"]:
+        if not _POOL["started"]:
+            os.environ["TVM_NUM_THREADS"] = str(n_threads)
+        else:
+            import tvm
 
-        cpus = _caller_cpus()
-        try:
-            tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
-        finally:
-            _restore_caller_cpus(cpus)  # it binds the caller to one core
-    _POOL_THREADS = n_threads
+            cpus = _caller_cpus()
+            try:
+                tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
+            finally:
+                _restore_caller_cpus(cpus)  # it binds the caller to one core
+        _POOL["threads"] = n_threads
+    _POOL["started"] = True
 
 
 def _caller_cpus():

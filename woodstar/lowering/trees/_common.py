@@ -241,7 +241,7 @@ class TreeStrategyBase(nn.Module):
         column = torch.where(torch.isnan(values), torch.full_like(code, n_bits + 1), column)
         return self.category_table[rows * (n_bits + 2) + column.to(torch.int64)]
 
-    def _finish(self, raw: torch.Tensor) -> torch.Tensor:
+    def finish_sums(self, raw: torch.Tensor) -> torch.Tensor:
         """(n, n_outputs) tree sums -> aggregated raw scores (mean, base score)."""
         if self.mean:
             raw = raw / self.n_trees
@@ -258,6 +258,4 @@ class TreeStrategyBase(nn.Module):
             n = per_tree.shape[0]
             raw = torch.zeros((n, self.n_outputs), dtype=per_tree.dtype, device=per_tree.device)
             raw = raw.index_add(1, self.output_columns, per_tree.reshape(n, -1))
-        if self.mean:
-            raw = raw / self.n_trees
-        return raw + self.base_score
+        return self.finish_sums(raw)

@@ -37,10 +37,7 @@ def spread_leaf_table(ens: TreeEnsemble, leaf_ids: np.ndarray, tree_of: np.ndarr
 
 def sum_leaves(strategy, leaves: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """(rows, trees) leaf indices -> (rows, n_outputs) aggregated raw scores."""
-    raw = F.embedding_bag(leaves, table, mode="sum")
-    if strategy.mean:
-        raw = raw / strategy.n_trees
-    return raw + strategy.base_score
+    return strategy.finish_sums(F.embedding_bag(leaves, table, mode="sum"))
 
 
 def exporting() -> bool:

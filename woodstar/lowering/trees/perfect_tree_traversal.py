@@ -147,8 +147,9 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             return self._forward_traced(wide)
         if exporting():
             if emits_whole_walk_op():
-                return self._finish(perfect_tree_walk(wide, self.level_columns, self.level_thresholds,
-                                                      self.leaf_table, T, self.depth))
+                sums = perfect_tree_walk(wide, self.level_columns, self.level_thresholds,
+                                         self.leaf_table, T, self.depth)
+                return self.finish_sums(sums)
             return self._forward_functional(wide)
         index = torch.arange(T, dtype=INDEX_DTYPE, device=x.device).repeat(n, 1)
         if n * self.level_columns.shape[0] <= self.dense_max_elements:
@@ -198,7 +199,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             values = torch.gather(wide, 1, columns[node])
             index = 2 * index + (values <= self.level_thresholds[node]).to(index.dtype)
         leaves = self.leaf_table[index]  # (rows, trees, width)
-        return self._finish(sum_in_tree_order(leaves))
+        return self.finish_sums(sum_in_tree_order(leaves))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

@@ -82,8 +82,9 @@ class TreeTraversalTrees(TreeStrategyBase):
             return self._forward_traced(wide)
         if exporting():
             if emits_whole_walk_op():
-                return self._finish(node_tree_walk(wide, self.roots, self.columns32, self.thresholds,
-                                                   self.rights32, self.leaf_table, self.max_depth))
+                sums = node_tree_walk(wide, self.roots, self.columns32, self.thresholds,
+                                      self.rights32, self.leaf_table, self.max_depth)
+                return self.finish_sums(sums)
             return self._forward_functional(wide)
         n, T = x.shape[0], self.n_trees
         node = self.roots.to(INDEX_DTYPE).repeat(n, 1)
@@ -122,7 +123,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         for _ in range(self.max_depth):
             values = torch.gather(wide, 1, columns[node])
             node = rights[node] - (values <= self.thresholds[node]).to(torch.int64)
-        return self._finish(sum_in_tree_order(self.leaf_table[node]))
+        return self.finish_sums(sum_in_tree_order(self.leaf_table[node]))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

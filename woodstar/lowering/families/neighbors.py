@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
+from ..trees._common import running_sum
 from ._constants import register_constant
 
 __all__ = ["KNeighborsNode", "RadiusNeighborsNode", "CentroidDiscriminantNode"]
@@ -99,10 +100,13 @@ class KNeighborsNode(nn.Module):
             infinite = torch.isinf(weights)
             weights = torch.where(infinite.any(dim=1, keepdim=True), infinite.to(weights.dtype),
                                   weights)
-        summed = (targets * weights[:, :, None]).sum(dim=1)
+        terms = targets * weights[:, :, None]
         if self.mode == "regressor":
-            value = summed / weights.sum(dim=1, keepdim=True)
+            value = terms.sum(dim=1) / weights.sum(dim=1, keepdim=True)
             return value, value
+        # scikit-learn adds each neighbour's weight to its class one neighbour after
+        # another, nearest first; distance weights round differently in another order.
+        summed = running_sum(terms, dim=1)
         proba = summed / summed.sum(dim=1, keepdim=True)
         label = torch.argmax(summed, dim=1).to(torch.float64)
         return proba, torch.cat([proba, label[:, None]], dim=1)

@@ -7,10 +7,9 @@ from ...ir.tree_ensemble import TreeEnsemble
 from ..registry import register_strategy
 from ._common import (
     TreeStrategyBase, always_left_column, as_buffer, node_input_columns, node_thresholds,
-    sum_in_tree_order,
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
-from .walk_op import emits_whole_walk_op, perfect_tree_walk
+from .walk_op import emits_whole_walk_op, perfect_tree_walk, perfect_walk_sums
 
 __all__ = ["PerfectTreeTraversalTrees"]
 
@@ -191,15 +190,8 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
     def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
         """The same walk without ``out=`` buffers: what torch.compile can trace and
         fuse (in-place buffers are an eager-mode optimisation)."""
-        index = torch.arange(self.n_trees, device=wide.device).unsqueeze(0).expand(wide.shape[0], -1)
-        columns = self.level_columns.to(torch.int64)
-        for d in range(self.depth):
-            start = self.level_offsets[d]
-            node = index + start
-            values = torch.gather(wide, 1, columns[node])
-            index = 2 * index + (values <= self.level_thresholds[node]).to(index.dtype)
-        leaves = self.leaf_table[index]  # (rows, trees, width)
-        return self.finish_sums(sum_in_tree_order(leaves))
+        return self.finish_sums(perfect_walk_sums(wide, self.level_columns, self.level_thresholds,
+                                                  self.leaf_table, self.n_trees, self.depth))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

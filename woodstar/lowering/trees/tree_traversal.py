@@ -6,11 +6,11 @@ import torch
 from ...ir.tree_ensemble import TreeEnsemble
 from ..registry import register_strategy
 from ._common import (
-    TreeStrategyBase, as_buffer, node_input_columns, node_thresholds, sum_in_tree_order,
+    TreeStrategyBase, as_buffer, node_input_columns, node_thresholds,
 )
 from ._fast import INDEX_DTYPE, exporting, spread_leaf_table, sum_leaves, tracing_torchscript
 from ._layout import sibling_adjacent_layout
-from .walk_op import emits_whole_walk_op, node_tree_walk
+from .walk_op import emits_whole_walk_op, node_tree_walk, node_walk_sums
 
 __all__ = ["TreeTraversalTrees"]
 
@@ -118,12 +118,8 @@ class TreeTraversalTrees(TreeStrategyBase):
 
     def _forward_functional(self, wide: torch.Tensor) -> torch.Tensor:
         """The same walk without ``out=`` buffers, for torch.compile and exporters."""
-        node = self.roots.unsqueeze(0).expand(wide.shape[0], self.n_trees)
-        columns, rights = self.columns32.to(torch.int64), self.rights32.to(torch.int64)
-        for _ in range(self.max_depth):
-            values = torch.gather(wide, 1, columns[node])
-            node = rights[node] - (values <= self.thresholds[node]).to(torch.int64)
-        return self.finish_sums(sum_in_tree_order(self.leaf_table[node]))
+        return self.finish_sums(node_walk_sums(wide, self.roots, self.columns32, self.thresholds,
+                                               self.rights32, self.leaf_table, self.max_depth))
 
     def _forward_general(self, x: torch.Tensor) -> torch.Tensor:
         """The plain walk, for categorical splits and linear leaves."""

@@ -9,11 +9,10 @@ that keeps a row block's indices in registers (``backends/tvm_tree_walk.py``).
 ``perfect_tree_walk`` is the perfect-tree strategy's walk, ``node_tree_walk`` the
 node-walk strategy's (numerical splits, constant leaves: the strategies' lean forms).
 
-Same answers as the strategies' tensor forms: the same layouts and comparisons, and
-the leaves added in tree order, from the first tree, in float64. The operators are
-emitted only inside ``whole_walk_op()``, which an exporter enters around its export;
-their eager bodies (the functional walks) are what runs if anything calls them
-otherwise.
+The operators' eager bodies are the strategies' functional walks themselves
+(``perfect_walk_sums``, ``node_walk_sums``: what torch.compile and the other exporters
+trace), so an operator answers what the tensor program answers. They are emitted only
+inside ``whole_walk_op()``, which an exporter enters around its export.
 """
 
 import contextlib
@@ -23,7 +22,8 @@ import torch
 
 from ._common import sum_in_tree_order
 
-__all__ = ["whole_walk_op", "emits_whole_walk_op", "perfect_tree_walk", "node_tree_walk"]
+__all__ = ["whole_walk_op", "emits_whole_walk_op", "perfect_tree_walk", "node_tree_walk",
+           "perfect_walk_sums", "node_walk_sums"]
 
 # A plain module flag, not a ContextVar: torch.compile traces the strategies' forward and
 # cannot trace ContextVar.get. The lock keeps two exports from overlapping in time.
@@ -47,8 +47,7 @@ def emits_whole_walk_op() -> bool:
     return _EMIT
 
 
-@torch.library.custom_op("woodstar::perfect_tree_walk", mutates_args=())
-def perfect_tree_walk(wide: torch.Tensor, level_columns: torch.Tensor,
+def perfect_walk_sums(wide: torch.Tensor, level_columns: torch.Tensor,
                       level_thresholds: torch.Tensor, leaf_table: torch.Tensor,
                       n_trees: int, depth: int) -> torch.Tensor:
     """(rows, widened columns) -> (rows, outputs) float64 sums of the trees' leaves.
@@ -66,13 +65,20 @@ def perfect_tree_walk(wide: torch.Tensor, level_columns: torch.Tensor,
     return sum_in_tree_order(leaf_table[index])
 
 
+@torch.library.custom_op("woodstar::perfect_tree_walk", mutates_args=())
+def perfect_tree_walk(wide: torch.Tensor, level_columns: torch.Tensor,
+                      level_thresholds: torch.Tensor, leaf_table: torch.Tensor,
+                      n_trees: int, depth: int) -> torch.Tensor:
+    """``perfect_walk_sums`` as one operator."""
+    return perfect_walk_sums(wide, level_columns, level_thresholds, leaf_table, n_trees, depth)
+
+
 @perfect_tree_walk.register_fake
 def _(wide, level_columns, level_thresholds, leaf_table, n_trees, depth):
     return wide.new_empty((wide.shape[0], leaf_table.shape[1]), dtype=torch.float64)
 
 
-@torch.library.custom_op("woodstar::node_tree_walk", mutates_args=())
-def node_tree_walk(wide: torch.Tensor, roots: torch.Tensor, columns: torch.Tensor,
+def node_walk_sums(wide: torch.Tensor, roots: torch.Tensor, columns: torch.Tensor,
                    thresholds: torch.Tensor, rights: torch.Tensor, leaf_table: torch.Tensor,
                    steps: int) -> torch.Tensor:
     """(rows, widened columns) -> (rows, outputs) float64 sums of the trees' leaves.
@@ -86,6 +92,14 @@ def node_tree_walk(wide: torch.Tensor, roots: torch.Tensor, columns: torch.Tenso
         values = torch.gather(wide, 1, columns[node])
         node = rights[node] - (values <= thresholds[node]).to(torch.int64)
     return sum_in_tree_order(leaf_table[node])
+
+
+@torch.library.custom_op("woodstar::node_tree_walk", mutates_args=())
+def node_tree_walk(wide: torch.Tensor, roots: torch.Tensor, columns: torch.Tensor,
+                   thresholds: torch.Tensor, rights: torch.Tensor, leaf_table: torch.Tensor,
+                   steps: int) -> torch.Tensor:
+    """``node_walk_sums`` as one operator."""
+    return node_walk_sums(wide, roots, columns, thresholds, rights, leaf_table, steps)
 
 
 @node_tree_walk.register_fake

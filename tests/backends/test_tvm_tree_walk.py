@@ -14,6 +14,10 @@ from woodstar.backends import tvm_tree_walk
 from woodstar.lowering.trees.walk_op import node_tree_walk, perfect_tree_walk, whole_walk_op
 
 from .._parity import compare_outputs, edge_rows
+from .._walk_models import (
+    assert_sums_and_answers, forest_classifier, lightgbm_multiclass_nan, torch_program,
+    xgboost_missing_range,
+)
 
 BLOCK = tvm_tree_walk.ROW_BLOCK
 SIZES = (1, BLOCK - 1, BLOCK, BLOCK + 1, 203)
@@ -49,35 +53,16 @@ def _edge_rows(model, rng, X_train, n=203, nan=True, inf=True):
     return edge_rows(ensemble, n, rng, base=X_train, nan=nan, inf=inf)
 
 
-def _raw(converted, rows):
-    """The trees' sums (raw scores) before the link function, as the container runs them."""
-    return converted._run(rows)[0]
-
-
-def _program(model, strategy="perf_tree_trav", **config):
-    return woodstar.convert(model, "torch", extra_config={
-        "cpu_route": "program", "tree_implementation": strategy, **config})
-
-
 def _check(model, X, method, kernels_built, strategy, tolerance=None, **config):
     converted = woodstar.convert(model, "tvm", extra_config={"tree_implementation": strategy, **config})
     assert kernels_built == [KERNEL_OF[strategy]], "the walk did not compile as one kernel"
-    program = _program(model, strategy, **config)
-    for n in SIZES:
-        rows = X[:n]
-        np.testing.assert_array_equal(_raw(converted, rows), _raw(program, rows))
-        compare_outputs(getattr(converted, method)(rows), getattr(model, method)(rows),
-                        "float32", f"{method}, {n} rows", tolerance)
+    assert_sums_and_answers(converted, model, strategy, X, SIZES, (method,), tolerance, **config)
     return converted
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_forest_classifier_matches_program_and_source(rng, kernels_built, strategy):
-    from sklearn.ensemble import RandomForestClassifier
-
-    X = rng.normal(size=(500, 6))
-    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3)
-    model = RandomForestClassifier(n_estimators=12, max_depth=6, random_state=0).fit(X, y)
+    model, X = forest_classifier(rng)
     # scikit-learn's forests take neither infinity nor (unless fitted on it) NaN.
     X_test = _edge_rows(model, rng, X, nan=False, inf=False)
     converted = _check(model, X_test, "predict", kernels_built, strategy)
@@ -86,33 +71,18 @@ def test_forest_classifier_matches_program_and_source(rng, kernels_built, strate
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_multiclass_boosting_with_nan_matches_program(rng, kernels_built, strategy):
-    lightgbm = pytest.importorskip("lightgbm")
-    X = rng.normal(size=(600, 5))
-    X[rng.random(X.shape) < 0.1] = np.nan
-    y = (np.nan_to_num(X[:, 0]) > 0).astype(int) + (np.nan_to_num(X[:, 1]) > 0.5) * 2
-    model = lightgbm.LGBMClassifier(n_estimators=6, num_leaves=12, max_depth=4,
-                                    min_child_samples=5, verbose=-1).fit(X, y)
-    X_test = _edge_rows(model, rng, np.nan_to_num(X))
+    model, X = lightgbm_multiclass_nan(rng)
+    X_test = _edge_rows(model, rng, X)
     converted = woodstar.convert(model, "tvm", extra_config={"tree_implementation": strategy})
     assert kernels_built == [KERNEL_OF[strategy]]
-    program = _program(model, strategy)
-    for n in SIZES:
-        rows = X_test[:n]
-        np.testing.assert_array_equal(_raw(converted, rows), _raw(program, rows))
-        for method in ("predict", "predict_proba"):
-            compare_outputs(getattr(converted, method)(rows), getattr(model, method)(rows),
-                            "float32", f"{method}, {n} rows")
+    assert_sums_and_answers(converted, model, strategy, X_test, SIZES)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_missing_range_and_float64_rows(rng, kernels_built, strategy):
     """XGBoost's ``missing=-1`` widens the input to four blocks of columns; float64
     rows run the kernel as given (the program's own precision rule)."""
-    xgboost = pytest.importorskip("xgboost")
-    X = rng.normal(size=(500, 4))
-    X[rng.random(X.shape) < 0.2] = -1.0
-    y = np.where(X[:, 0] == -1, 2.0, X[:, 0]) + X[:, 1]
-    model = xgboost.XGBRegressor(n_estimators=7, max_depth=4, missing=-1.0).fit(X, y)
+    model, X = xgboost_missing_range(rng)
     X_test = _edge_rows(model, rng, X)
     X_test[rng.random(X_test.shape) < 0.1] = -1.0
     # XGBoost adds in float32, the tensor programs in float64 (README, "Exactness").
@@ -155,7 +125,7 @@ def test_walk_operator_only_inside_the_export_context(strategy):
 
     X = np.random.default_rng(0).normal(size=(100, 3))
     model = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(X, X[:, 0])
-    module = _program(model, strategy)._programs["float32"].module
+    module = torch_program(model, strategy)._programs["float32"].module
     example = torch.zeros((2, 3), dtype=torch.float32)
     dims = ({0: torch.export.Dim("batch")},)
 
@@ -176,9 +146,9 @@ def test_operators_eager_bodies_match_the_strategies(rng):
     X = rng.normal(size=(300, 4))
     model = RandomForestRegressor(n_estimators=6, max_depth=5, random_state=0).fit(X, X[:, 1])
     x = torch.from_numpy(_edge_rows(model, rng, X, n=50).astype(np.float32))
-    module = _program(model, "perf_tree_trav")._programs["float32"].module
+    module = torch_program(model, "perf_tree_trav")._programs["float32"].module
     perfect = next(m for m in module.modules() if hasattr(m, "level_columns"))
-    module = _program(model, "tree_trav")._programs["float32"].module
+    module = torch_program(model, "tree_trav")._programs["float32"].module
     nodes = next(m for m in module.modules() if hasattr(m, "rights32"))
     with torch.no_grad():
         raw = perfect_tree_walk(perfect.widen(x), perfect.level_columns, perfect.level_thresholds,

@@ -12,6 +12,12 @@
   ``n_threads`` (the global setting is restored afterwards).
 * The model is compiled at convert time (one warm-up call), so errors surface there.
 * There is no portable artifact: ``save`` stores the IR, and ``load`` compiles again.
+* On the CPU the tree walks are one operator each with a C kernel
+  (``runtimes/walk_ops.py``), opaque to Inductor, which compiles the steps around them:
+  Inductor's loops over (rows x trees) arrays ran 3-10x the compiled walk's time
+  (docs/benchmarks.md, "torch.compile: the walk as one native operator"). Such a program
+  has no rows x trees temporaries, so large calls are not split into cache-sized parts.
+  Without a C compiler, or on CUDA, the walks stay tensor ops.
 """
 
 import itertools
@@ -24,6 +30,8 @@ import types
 
 import torch
 
+from ..lowering.trees._common import TreeStrategyBase
+from ..runtimes import walk_ops
 from ._base import Runner, refuse_unsupported_parts, to_numpy
 from ._threads import torch_threads
 from .registry import register_backend
@@ -32,6 +40,8 @@ __all__ = ["TorchCompileBackend"]
 
 _COUNTER = itertools.count()
 _CODE_BY_STRUCTURE = {}
+WALK_KERNELS_ON_CPU = True
+"""Whether CPU programs call the walk operators' C kernels (the A/B turns it off)."""
 
 
 def _structure(module):
@@ -64,9 +74,21 @@ def _own_forward(module):
     return types.FunctionType(code, forward.__globals__, code.co_name, None, forward.__closure__)
 
 
+def _walk_in_kernels(module, device) -> bool:
+    """Mark the tree parts whose walk becomes one operator with a C kernel (on the CPU,
+    where the kernels build); True when every tree part is so marked."""
+    strategies = [m for m in module.modules() if isinstance(m, TreeStrategyBase)]
+    use = (torch.device(device).type == "cpu" and WALK_KERNELS_ON_CPU and bool(strategies)
+           and walk_ops.register_cpu_kernels())
+    for strategy in strategies:
+        strategy.walk_as_operator = use and strategy.exports_whole_walk
+    return bool(strategies) and all(s.walk_as_operator for s in strategies)
+
+
 class CompiledRunner(Runner):
     def __init__(self, module, options, device):
         super().__init__(module.to(device), options, device)
+        self.runs_tensor_ops = not _walk_in_kernels(self.module, device)
         self._compiled = torch.compile(_own_forward(self.module), backend="inductor",
                                        fullgraph=True, dynamic=None)
         example = torch.zeros((2, module.n_features), dtype=module.input_dtype)
@@ -152,7 +174,9 @@ class TorchCompileBackend:
     def details():
         compiler = c_compiler()
         works, error = compiler_works(compiler) if compiler else (False, "no compiler")
-        return {"c_compiler": compiler, "c_compiler_works": works, "c_compiler_error": error}
+        return {"c_compiler": compiler, "c_compiler_works": works, "c_compiler_error": error,
+                "tree_walk_kernels": walk_ops.available(),
+                "tree_walk_kernels_error": walk_ops.unavailable_reason()}
 
     @staticmethod
     def compile(module, example, options, device):

@@ -129,8 +129,9 @@ class TreeStrategyBase(nn.Module):
 
     @property
     def exports_whole_walk(self) -> bool:
-        """Whether, inside ``walk_op.whole_walk_op()``, the export holds the walk as one
-        operator (the lean forms of the traversal strategies do)."""
+        """Whether, inside ``walk_op.whole_walk_op()`` or with ``walk_as_operator`` set,
+        the export holds the walk as one operator (the lean forms of the traversal
+        strategies do)."""
         return False
 
     def __init__(self, ens: TreeEnsemble, dtype: str):
@@ -140,6 +141,10 @@ class TreeStrategyBase(nn.Module):
         self.n_trees = ens.n_trees
         self.leaf_width = ens.leaf_width
         self.dtype_name = dtype
+        # Set by a backend whose compiled program calls the walk operator's native
+        # kernel (torch.compile on the CPU): a plain attribute, so a compiled graph
+        # depends on it as on the strategy's other settings.
+        self.walk_as_operator = False
         self.compute_dtype = TORCH_DTYPES[dtype]
         self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"
         self.mean = ens.aggregation == "mean"

@@ -145,7 +145,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
         if tracing_torchscript():
             return self._forward_traced(wide)
         if exporting():
-            if emits_whole_walk_op():
+            if emits_whole_walk_op() or self.walk_as_operator:
                 sums = perfect_tree_walk(wide, self.level_columns, self.level_thresholds,
                                          self.leaf_table, T, self.depth)
                 return self.finish_sums(sums)

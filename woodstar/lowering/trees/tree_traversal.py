@@ -81,7 +81,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         if tracing_torchscript():
             return self._forward_traced(wide)
         if exporting():
-            if emits_whole_walk_op():
+            if emits_whole_walk_op() or self.walk_as_operator:
                 sums = node_tree_walk(wide, self.roots, self.columns32, self.thresholds,
                                       self.rights32, self.leaf_table, self.max_depth)
                 return self.finish_sums(sums)

@@ -1,0 +1,112 @@
+"""CPU kernels in C (``walk_ops.c``) for the tree-walk operators of
+``lowering/trees/walk_op.py``, so that a program compiled by torch.compile calls one
+native walk per tree part instead of Inductor's loops over (rows x trees) arrays.
+
+The kernels take the operators' own arguments (the strategies' arrays) and return what
+their tensor bodies return, bit for bit: the same comparisons in the input's dtype, the
+leaves added in float64 tree after tree. They are registered as the operators' CPU
+implementation by ``register_cpu_kernels()``, once the library has built; other devices
+keep the tensor bodies. Threads: ``torch.get_num_threads()`` at the call (the runner
+sets it from ``n_threads``), and none below 64 rows per thread.
+"""
+
+import ctypes
+import threading
+from pathlib import Path
+
+import torch
+
+from ..lowering.trees.walk_op import node_tree_walk, perfect_tree_walk
+from ._native import NativeLibrary
+
+__all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk"]
+
+
+class _WalkSpec(ctypes.Structure):  # ``walk_spec`` in walk_ops.c
+    _fields_ = [("wide", ctypes.c_void_p), ("n_cols", ctypes.c_int64),
+                ("columns", ctypes.c_void_p), ("thresholds", ctypes.c_void_p),
+                ("leaves", ctypes.c_void_p), ("width", ctypes.c_int64),
+                ("n_trees", ctypes.c_int64), ("steps", ctypes.c_int64),
+                ("roots", ctypes.c_void_p), ("rights", ctypes.c_void_p)]
+
+
+def _setup(lib):
+    lib.woodstar_walk_spec_size.restype = ctypes.c_int64
+    if lib.woodstar_walk_spec_size() != ctypes.sizeof(_WalkSpec):
+        raise RuntimeError("the C structure differs from the Python side")
+    for name in ("woodstar_perfect_walk", "woodstar_node_walk"):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int64
+        fn.argtypes = [ctypes.POINTER(_WalkSpec), ctypes.c_int64, ctypes.c_int64,
+                       ctypes.c_void_p, ctypes.c_int64]
+
+
+_LIBRARY = NativeLibrary(Path(__file__).with_name("walk_ops.c"),
+                         ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread"), _setup,
+                         "the tree-walk operators' C kernels")
+_registered = threading.Lock(), []
+
+
+def available() -> bool:
+    return _LIBRARY.load() is not None
+
+
+def unavailable_reason():
+    _LIBRARY.load()
+    return _LIBRARY.reason
+
+
+def _checked(tensor, dtype, name):
+    if tensor.dtype != dtype or tensor.device.type != "cpu":
+        raise TypeError(f"tree-walk kernel: {name} must be a CPU {dtype} tensor, "
+                        f"got {tensor.dtype} on {tensor.device}")
+    return tensor.contiguous()
+
+
+def _call(function, wide, thresholds, leaf_table, spec_fields):
+    """Run ``function`` over ``wide``; the tensors named in ``spec_fields`` are kept
+    alive by the caller's frame for the call's length."""
+    if wide.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"tree-walk kernel: the input must be float32 or float64, got {wide.dtype}")
+    wide = _checked(wide, wide.dtype, "the input")
+    thresholds = _checked(thresholds, wide.dtype, "thresholds")
+    leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
+    out = torch.empty((wide.shape[0], leaf_table.shape[1]), dtype=torch.float64)
+    if wide.shape[0] == 0:
+        return out
+    spec = _WalkSpec(wide=wide.data_ptr(), n_cols=wide.shape[1], thresholds=thresholds.data_ptr(),
+                     leaves=leaf_table.data_ptr(), width=leaf_table.shape[1], **spec_fields)
+    function(ctypes.byref(spec), int(wide.dtype == torch.float64), wide.shape[0],
+             out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def perfect_walk(wide, level_columns, level_thresholds, leaf_table, n_trees, depth):
+    """``woodstar::perfect_tree_walk`` in C (arguments as the operator's)."""
+    columns = _checked(level_columns, torch.int32, "level columns")
+    return _call(_LIBRARY.load().woodstar_perfect_walk, wide, level_thresholds, leaf_table,
+                 {"columns": columns.data_ptr(), "n_trees": n_trees, "steps": depth})
+
+
+def node_walk(wide, roots, columns, thresholds, rights, leaf_table, steps):
+    """``woodstar::node_tree_walk`` in C (arguments as the operator's)."""
+    roots = _checked(roots, torch.int64, "roots")
+    columns = _checked(columns, torch.int32, "columns")
+    rights = _checked(rights, torch.int32, "rights")
+    return _call(_LIBRARY.load().woodstar_node_walk, wide, thresholds, leaf_table,
+                 {"columns": columns.data_ptr(), "roots": roots.data_ptr(),
+                  "rights": rights.data_ptr(), "n_trees": roots.shape[0], "steps": steps})
+
+
+def register_cpu_kernels() -> bool:
+    """Make the C kernels the operators' CPU implementation (once per process); False,
+    and nothing registered, where the library cannot be built."""
+    lock, done = _registered
+    with lock:
+        if not done:
+            if not available():
+                return False
+            perfect_tree_walk.register_kernel("cpu")(perfect_walk)
+            node_tree_walk.register_kernel("cpu")(node_walk)
+            done.append(True)
+    return True

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
-from ..trees._common import running_sum
+from ..ordered_sum import running_sum
 from ._constants import register_constant
 
 __all__ = ["KNeighborsNode", "RadiusNeighborsNode", "CentroidDiscriminantNode"]

@@ -25,6 +25,7 @@ from torch import nn
 
 from ...ir.passes import le_thresholds
 from ...ir.tree_ensemble import TreeEnsemble
+from ..ordered_sum import running_sum
 
 __all__ = [
     "TreeStrategyBase", "node_input_columns", "node_thresholds", "always_left_column",
@@ -97,12 +98,6 @@ def sum_in_tree_order(per_tree: torch.Tensor) -> torch.Tensor:
     classes is decided by that rounding; ``Tensor.sum`` reduces in blocks and does
     not keep the order, a running sum (``cumsum``) does, on every backend."""
     return running_sum(per_tree, dim=1)  # at least one tree: the IR requires it
-
-
-def running_sum(values: torch.Tensor, dim: int) -> torch.Tensor:
-    """The sum along ``dim`` (non-empty), added left to right from 0. The index is
-    non-negative because TVM 0.27 lowers ``[..., -1]`` to an unchecked take(-1)."""
-    return values.cumsum(dim=dim).select(dim, values.shape[dim] - 1)
 
 
 def output_blocks(ens: TreeEnsemble):

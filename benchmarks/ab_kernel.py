@@ -44,6 +44,11 @@ SPECS = {
 REPEATS = {1: 300, 1000: 40, 100_000: 5}
 
 
+def _repeats(rows):
+    """Calls per timing: enough for a small call to rise above the clock's noise."""
+    return REPEATS.get(rows) or (300 if rows <= 100 else 20)
+
+
 def _with_kernel(source, make):
     """``make()`` while the compiled walk is built from ``source`` (another library)."""
     saved_state, saved_source = dict(c_walk._state), c_walk.SOURCE
@@ -102,11 +107,11 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
                     else:
                         np.testing.assert_array_equal(got, expected, err_msg=key)
                     fn(X)
-                per_round = [interleaved_median_ms(fns, X, REPEATS.get(rows, 20))
+                per_round = [interleaved_median_ms(fns, X, _repeats(rows))
                              for _ in range(rounds)]
                 ratios = {k: [r[k] / r["c-walk"] for r in per_round] for k in fns if k != "c-walk"}
                 row = {"model": name, "threads": threads, "rows": rows,
-                       "repeats": REPEATS.get(rows, 20), "rounds": rounds,
+                       "repeats": _repeats(rows), "rounds": rounds,
                        "median_ms": {k: statistics.median(r[k] for r in per_round) for k in fns},
                        "round_ms": per_round, "wrong_answers": wrong,
                        "ratio_to_c_walk": {k: {"median": statistics.median(v), "min": min(v),

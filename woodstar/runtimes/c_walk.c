@@ -35,6 +35,12 @@
 #endif
 
 #define ROW_BLOCK 64
+/* Trees deeper than AVX2_LEVELS_IN_REGISTERS take the SIMD walk only in blocks of this
+ * many rows or more: below it, loading a tree's level tables costs more than the
+ * vectors save, and the node walk was faster (0.65-0.93 of the time at 10-16 rows on
+ * depth-8 forests and XGBoost, level from 24 rows: benchmarks/notes.md, "Short blocks
+ * keep the node walk"). Shallower trees' levels sit in registers and gain at any size. */
+#define SIMD_MIN_ROWS 24
 #define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
 #define TREE_LANES 16
 /* In a block without NaN, trees of one output per leaf and depth <= GROUP_MAX_DEPTH
@@ -415,9 +421,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                 const int one_sum = width == 1 && n_out == 1; /* added in registers */    \
                 const ACC *leaf = ct->start ? (const ACC *)ct->leaf                        \
                                               + (int64_t)ct->start[t] * width : NULL;      \
-                r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \
-                                       one_sum ? (void *)acc : NULL, leaf,                 \
-                                       sizeof(ACC) == sizeof(float), width);               \
+                if (depth <= AVX2_LEVELS_IN_REGISTERS || rows >= SIMD_MIN_ROWS)           \
+                    r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,             \
+                                           one_sum ? (void *)acc : NULL, leaf,             \
+                                           sizeof(ACC) == sizeof(float), width);           \
                 if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */        \
                     for (int64_t q = 0; q < r0; ++q)                                       \
                         for (int64_t k = 0; k < width; ++k)                                \

@@ -76,7 +76,7 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
     as {name: source} (keys "candidate:<name>")."""
     results = []
     for name in names:
-        spec = SPECS[name]
+        spec = SPECS.get(name) or MODEL_SPECS[name]  # any model of benchmarks/models.py
         model = load_model(spec)
         if "n_jobs" in model.get_params():  # a forest's threads add its trees in any order
             model.set_params(n_jobs=1)      # the serial order, which woodstar gives

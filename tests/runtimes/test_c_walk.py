@@ -151,3 +151,55 @@ def test_container_falls_back_without_a_compiler(fresh_build, monkeypatch, rng):
     assert converted.route in ("onnx-ml", "numpy-walk")
     X_test = rng.normal(size=(5, 4)).astype(np.float32)
     np.testing.assert_array_equal(converted.predict(X_test), model.predict(X_test))
+
+
+DEEP_VARIANTS = {
+    "numerical": {},
+    "vector-leaves": dict(leaf_width=2, n_outputs=3),
+    "missing-range": dict(missing_range=(-999.0, -999.0)),
+    "categorical": dict(categorical=True, categorical_rule="truncate"),
+    "float32-sums": dict(sum_precision="float32", input_precision="float32"),
+}
+
+
+@needs_compiler
+@pytest.mark.parametrize("variant", sorted(DEEP_VARIANTS))
+def test_few_rows_of_deep_trees_match_the_reference(variant, precision, rng):
+    """Calls under 8 rows of a model with trees deeper than 12 take the walk whose lanes
+    take the next tree as soon as theirs is done (c_walk.c, REFILL_MIN_DEPTH); each row
+    must still get its trees' leaves in tree order, in every kind of step."""
+    fields = dict(DEEP_VARIANTS[variant])
+    ens = random_ensemble(rng, n_trees=12, n_features=5, max_depth=15, **fields)
+    if variant == "float32-sums":  # XGBoost's sums: float32 leaves and base score
+        ens = ens.replace(leaf_value=ens.leaf_value.astype(np.float32).astype(np.float64),
+                          base_score=ens.base_score.astype(np.float32).astype(np.float64))
+    assert ens.tree_depths().max() > 12
+    walk = c_walk.CTreeWalk(ens, precision)
+    for rows in range(1, 8):
+        X = inputs(rng, ens.n_features, n=rows)
+        if variant == "missing-range":
+            X[rng.random(X.shape) < 0.2] = -999.0
+        if precision == "float32" or ens.input_precision == "float32":
+            X = X.astype(np.float32).astype(np.float64)
+        np.testing.assert_array_equal(walk(X.astype(precision))[0], predict(ens, X)[0],
+                                      err_msg=f"{rows} rows")
+
+
+@needs_compiler
+def test_few_rows_of_more_trees_than_one_chunk(rng):
+    """Past 256 trees the refilled walk keeps its leaves chunk by chunk; a row's sum must
+    still run over every tree in order (one deep tree sends the model down that walk)."""
+    from woodstar.ir.builder import EnsembleBuilder
+
+    from tests.lowering.test_strategies import random_tree
+
+    builder = EnsembleBuilder(1)
+    for t in range(600):
+        tree = random_tree(rng, 4, 14 if t == 300 else 2, 1, False)
+        builder.add_tree(**tree, comparison=rng.integers(0, 2, len(tree["feature"])))
+    ens = builder.build(n_features=4, n_outputs=1, base_score=np.array([0.25]))
+    assert ens.tree_depths().max() > 12
+    walk = c_walk.CTreeWalk(ens, "float64")
+    for rows in (1, 5):
+        X = inputs(rng, 4, n=rows)
+        np.testing.assert_array_equal(walk(X)[0], predict(ens, X)[0])

@@ -43,6 +43,14 @@
 #define SIMD_MIN_ROWS 24
 #define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
 #define TREE_LANES 16
+/* Below FEW_ROWS rows, models with a tree deeper than REFILL_MIN_DEPTH refill a lane as
+ * soon as its tree is done instead of stepping a group of trees in lockstep to the
+ * group's deepest: 0.79-0.87 of the time on LightGBM 300 x 255 leaves and 0.89-0.94 on a
+ * depth-20 forest, but 1.06 on a full depth-12 forest, whose trees end together
+ * (benchmarks/notes.md, "Few rows: lanes refilled"; depths 13-19 were not measured).
+ * REFILL_TREES trees' leaves are kept at a time. */
+#define REFILL_MIN_DEPTH 12
+#define REFILL_TREES 256
 /* In a block without NaN, trees of one output per leaf and depth <= GROUP_MAX_DEPTH
  * walk groups of 8 rows with the lanes in registers and the level loop unrolled over
  * them (the pragma's count); the block's other rows, other blocks and other trees keep
@@ -381,26 +389,73 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
     (void)lo; (void)hi; (void)cat_start; (void)cat_size; (void)cat_bits; (void)cat_rule;   \
     if (n_rows < FEW_ROWS) {                                                               \
-        const int64_t group = TREE_LANES / n_rows; /* trees per group; lanes = group x rows */ \
-        for (int64_t t0 = 0; t0 < n_trees; t0 += group) {                                  \
-            const int64_t g = n_trees - t0 < group ? n_trees - t0 : group;                 \
-            int32_t depth = 0;                                                             \
-            for (int64_t j = 0; j < g; ++j) {                                              \
-                depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;                   \
-                for (int64_t r = 0; r < n_rows; ++r)                                       \
-                    at[j * n_rows + r] = roots[t0 + j];                                    \
-            }                                                                              \
-            for (int32_t level = 0; level < depth; ++level) {                              \
-                int32_t moved = 0;                                                         \
-                for (int64_t j = 0; j < g; ++j)                                            \
+        int32_t deepest = 0;                                                               \
+        for (int64_t t = 0; t < n_trees; ++t)                                              \
+            deepest = depths[t] > deepest ? depths[t] : deepest;                           \
+        if (deepest <= REFILL_MIN_DEPTH) {  /* groups of trees in lockstep */              \
+            const int64_t group = TREE_LANES / n_rows; /* trees per group; lanes = group x rows */\
+            for (int64_t t0 = 0; t0 < n_trees; t0 += group) {                              \
+                const int64_t g = n_trees - t0 < group ? n_trees - t0 : group;             \
+                int32_t depth = 0;                                                         \
+                for (int64_t j = 0; j < g; ++j) {                                          \
+                    depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;               \
                     for (int64_t r = 0; r < n_rows; ++r)                                   \
-                        ADVANCE(NODE, T, STEP, x + r * n_cols, j * n_rows + r)                            \
-                if (!moved) break;                                                         \
+                        at[j * n_rows + r] = roots[t0 + j];                                \
+                }                                                                          \
+                for (int32_t level = 0; level < depth; ++level) {                          \
+                    int32_t moved = 0;                                                     \
+                    for (int64_t j = 0; j < g; ++j)                                        \
+                        for (int64_t r = 0; r < n_rows; ++r)                               \
+                            ADVANCE(NODE, T, STEP, x + r * n_cols, j * n_rows + r)         \
+                    if (!moved) break;                                                     \
+                }                                                                          \
+                for (int64_t j = 0; j < g; ++j) /* each row gets the group's trees in order */\
+                    for (int64_t r = 0; r < n_rows; ++r) {                                 \
+                        const ACC *leaf = leaf_value + (int64_t)at[j * n_rows + r] * width;\
+                        ACC *acc = out + r * n_out + out_start[t0 + j];                    \
+                        for (int64_t k = 0; k < width; ++k)                                \
+                            acc[k] += leaf[k];                                             \
+                    }                                                                      \
             }                                                                              \
-            for (int64_t j = 0; j < g; ++j) /* each row gets the group's trees in order */ \
+            return;                                                                        \
+        }                                                                                  \
+        /* Deep trees: lanes are (tree, row) items taken in tree order; a lane whose step  \
+           stays put is at its leaf, records it and takes the next item, so no lane idles  \
+           while a deeper tree of its group finishes. Each row then adds the chunk's leaves\
+           in tree order. */                                                               \
+        int32_t leaf_of[REFILL_TREES * FEW_ROWS], lane_item[TREE_LANES], lane_row[TREE_LANES];\
+        for (int64_t t0 = 0; t0 < n_trees; t0 += REFILL_TREES) {                           \
+            const int64_t t1 = n_trees - t0 < REFILL_TREES ? n_trees : t0 + REFILL_TREES;  \
+            const int32_t n_items = (int32_t)((t1 - t0) * n_rows);                         \
+            int32_t next_item = 0, lanes = 0;                                              \
+            for (; lanes < TREE_LANES && next_item < n_items; ++lanes, ++next_item) {      \
+                lane_item[lanes] = next_item;                                              \
+                lane_row[lanes] = next_item % (int32_t)n_rows;                             \
+                at[lanes] = roots[t0 + next_item / n_rows];                                \
+            }                                                                              \
+            while (lanes > 0)                                                              \
+                for (int32_t i = 0; i < lanes;) {                                          \
+                    int32_t moved = 0;                                                     \
+                    ADVANCE(NODE, T, STEP, x + lane_row[i] * n_cols, i)                    \
+                    if (moved) { ++i; continue; }                                          \
+                    leaf_of[lane_item[i]] = at[i];                                         \
+                    if (next_item < n_items) {  /* the lane's next item */                 \
+                        lane_item[i] = next_item;                                          \
+                        lane_row[i] = next_item % (int32_t)n_rows;                         \
+                        at[i] = roots[t0 + next_item / n_rows];                            \
+                        ++next_item;                                                       \
+                        ++i;                                                               \
+                    } else {  /* none left: the last lane takes this slot */               \
+                        --lanes;                                                           \
+                        lane_item[i] = lane_item[lanes];                                   \
+                        lane_row[i] = lane_row[lanes];                                     \
+                        at[i] = at[lanes];                                                 \
+                    }                                                                      \
+                }                                                                          \
+            for (int64_t t = t0; t < t1; ++t)                                              \
                 for (int64_t r = 0; r < n_rows; ++r) {                                     \
-                    const ACC *leaf = leaf_value + (int64_t)at[j * n_rows + r] * width;    \
-                    ACC *acc = out + r * n_out + out_start[t0 + j];                        \
+                    const ACC *leaf = leaf_value + (int64_t)leaf_of[(t - t0) * n_rows + r] * width;\
+                    ACC *acc = out + r * n_out + out_start[t];                             \
                     for (int64_t k = 0; k < width; ++k)                                    \
                         acc[k] += leaf[k];                                                 \
                 }                                                                          \

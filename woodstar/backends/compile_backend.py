@@ -14,10 +14,11 @@
 * There is no portable artifact: ``save`` stores the IR, and ``load`` compiles again.
 * On the CPU the tree walks are one operator each with a C kernel
   (``runtimes/walk_ops.py``), opaque to Inductor, which compiles the steps around them:
-  Inductor's loops over (rows x trees) arrays ran 3-10x the compiled walk's time
-  (docs/benchmarks.md, "torch.compile: the walk as one native operator"). Such a program
+  Inductor's own loops pass over (rows x trees) arrays level by level (docs/benchmarks.md,
+  "torch.compile: the walk as one native operator", has the comparison). Such a program
   has no rows x trees temporaries, so large calls are not split into cache-sized parts.
-  Without a C compiler, or on CUDA, the walks stay tensor ops.
+  Without a C compiler, on CUDA, and for categorical splits or linear leaves, the walks
+  stay tensor ops.
 """
 
 import itertools

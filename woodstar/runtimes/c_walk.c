@@ -37,18 +37,18 @@
 #define ROW_BLOCK 64
 /* Trees deeper than AVX2_LEVELS_IN_REGISTERS take the SIMD walk only in blocks of this
  * many rows or more: below it, loading a tree's level tables costs more than the
- * vectors save, and the node walk was faster (0.65-0.93 of the time at 10-16 rows on
- * depth-8 forests and XGBoost, level from 24 rows: benchmarks/notes.md, "Short blocks
- * keep the node walk"). Shallower trees' levels sit in registers and gain at any size. */
+ * vectors save, and the node walk was faster on depth-8 trees (benchmarks/notes.md,
+ * "Short blocks keep the node walk"). Shallower trees' levels sit in registers and gain
+ * at any size. */
 #define SIMD_MIN_ROWS 24
 #define FEW_ROWS 8      /* below this, trees are overlapped instead of rows */
 #define TREE_LANES 16
 /* Below FEW_ROWS rows, models with a tree deeper than REFILL_MIN_DEPTH refill a lane as
  * soon as its tree is done instead of stepping a group of trees in lockstep to the
- * group's deepest: 0.79-0.87 of the time on LightGBM 300 x 255 leaves and 0.89-0.94 on a
- * depth-20 forest, but 1.06 on a full depth-12 forest, whose trees end together
- * (benchmarks/notes.md, "Few rows: lanes refilled"; depths 13-19 were not measured).
- * REFILL_TREES trees' leaves are kept at a time. */
+ * group's deepest: faster on LightGBM's leaf-wise trees and a depth-20 forest, slower
+ * on a full depth-12 forest, whose trees all end on the last level (benchmarks/notes.md,
+ * "Few rows: lanes refilled"; depths 13-19 were not measured). REFILL_TREES trees'
+ * leaves are kept at a time. */
 #define REFILL_MIN_DEPTH 12
 #define REFILL_TREES 256
 /* In a block without NaN, trees of one output per leaf and depth <= GROUP_MAX_DEPTH
@@ -90,7 +90,8 @@ typedef struct {
  * of trees. A leaf reads feature 0 against +inf and is default-left, so it always goes
  * "left" to itself. Row blocks walk each tree to its depth (testing whether any lane
  * still moves cost more than it saved, on deep boosted trees too); the few-rows path
- * stops as soon as no lane moved. */
+ * stops a group as soon as no lane moved, or, for deep trees, gives a lane the next
+ * (tree, row) as soon as its own reaches a leaf (REFILL_MIN_DEPTH). */
 #define STEP_NAN_ONLY(T)                                                                   \
     const int go_left = (v <= node->threshold) | ((v != v) & node->flags);
 /* A block without NaN (checked once per block) needs no missing test at all. */

@@ -193,9 +193,17 @@ def test_few_rows_of_more_trees_than_one_chunk(rng):
 
     from tests.lowering.test_strategies import random_tree
 
+    def depth(tree, node=0):
+        if tree["left"][node] < 0:
+            return 0
+        return 1 + max(depth(tree, tree["left"][node]), depth(tree, tree["right"][node]))
+
+    deep = random_tree(rng, 4, 14, 1, False)
+    while depth(deep) <= 12:  # a random tree may stop early
+        deep = random_tree(rng, 4, 14, 1, False)
     builder = EnsembleBuilder(1)
     for t in range(600):
-        tree = random_tree(rng, 4, 14 if t == 300 else 2, 1, False)
+        tree = deep if t == 300 else random_tree(rng, 4, 2, 1, False)
         builder.add_tree(**tree, comparison=rng.integers(0, 2, len(tree["feature"])))
     ens = builder.build(n_features=4, n_outputs=1, base_score=np.array([0.25]))
     assert ens.tree_depths().max() > 12

@@ -125,6 +125,9 @@ def _native(spec: ModelSpec, model):
 
             def fn(X):
                 return model.predict_proba(X)
+        elif spec.library == "catboost":
+            def fn(X):
+                return model.predict_proba(X, thread_count=threads)
         else:
             raise NotAvailable(spec.library)
         return Built(fn, 0.0)
@@ -141,6 +144,8 @@ def _onnx_model(spec, model):
         return skl2onnx.convert_sklearn(
             model, initial_types=[("input", FloatTensorType([None, spec.n_features]))],
             options={id(final): {"zipmap": False}}, target_opset={"": 17, "ai.onnx.ml": 3})
+    if spec.library == "catboost":
+        return _catboost_onnx(model)
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
 
@@ -151,6 +156,28 @@ def _onnx_model(spec, model):
     if spec.library == "xgboost":
         return onnxmltools.convert_xgboost(model, initial_types=types)
     raise NotAvailable(spec.library)
+
+
+def _catboost_onnx(model):
+    """CatBoost's own ONNX export (onnxmltools has no CatBoost converter), its ZipMap
+    removed so that ONNX Runtime returns the probability tensor, as the other peers'
+    graphs do (zipmap=False)."""
+    import tempfile
+
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="woodstar-bench-") as directory:
+        path = f"{directory}/model.onnx"
+        model.save_model(path, format="onnx")
+        onx = onnx.load(path)
+    graph = onx.graph
+    for node in [n for n in graph.node if n.op_type == "ZipMap"]:
+        graph.node.remove(node)
+        for output in [o for o in graph.output if o.name == node.output[0]]:
+            graph.output.remove(output)
+        graph.output.append(onnx.helper.make_tensor_value_info(
+            node.input[0], onnx.TensorProto.FLOAT, [None, None]))
+    return onx
 
 
 def _onnxruntime(spec, model):
@@ -260,14 +287,15 @@ def _lleaves(spec, model):
 
 def _onedal(spec, model):
     def build(threads):
-        if spec.library not in ("xgboost", "lightgbm"):
+        if spec.library not in ("xgboost", "lightgbm", "catboost"):
             raise NotAvailable("oneDAL's model builders take XGBoost, LightGBM and CatBoost")
         try:
             import daal4py
             import daal4py.mb
         except ImportError as error:
             raise NotAvailable(f"daal4py not installed (scikit-learn-intelex): {error}") from None
-        booster = model.get_booster() if spec.library == "xgboost" else model.booster_
+        booster = (model.get_booster() if spec.library == "xgboost"
+                   else model.booster_ if spec.library == "lightgbm" else model)
         start = time.perf_counter()
         try:
             converted = daal4py.mb.convert_model(booster)

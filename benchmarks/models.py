@@ -21,7 +21,7 @@ N_TEST = 100_000
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     name: str
-    library: str          # "sklearn", "lightgbm", "xgboost"
+    library: str          # "sklearn", "lightgbm", "xgboost", "catboost"
     description: str
     n_features: int = 28
     n_classes: int = 2
@@ -52,6 +52,8 @@ MODEL_SPECS = {
         ModelSpec("rf_wide500", "sklearn", "RandomForest, 100 trees, depth 8, 500 features (wide)",
                   n_features=500,
                   params=(("kind", "rf"), ("n_estimators", 100), ("max_depth", 8))),
+        ModelSpec("catboost_500x6", "catboost", "CatBoost, 500 symmetric trees, depth 6",
+                  params=(("iterations", 500), ("depth", 6))),
     ]
 }
 
@@ -97,6 +99,9 @@ def _train(spec: ModelSpec):
     elif spec.library == "xgboost":
         import xgboost
         model = xgboost.XGBClassifier(random_state=0, tree_method="hist", **p)
+    elif spec.library == "catboost":
+        import catboost
+        model = catboost.CatBoostClassifier(random_seed=0, verbose=0, thread_count=2, **p)
     else:
         raise ValueError(spec.library)
     model.fit(X, y)

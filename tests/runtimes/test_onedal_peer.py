@@ -39,3 +39,26 @@ def test_onedal_answers_like_xgboost(rng):
     fn = PEERS["onedal"](SPEC, model).build(1).fn
     X = X.astype(np.float32)
     np.testing.assert_allclose(fn(X), model.predict_proba(X), rtol=1e-5, atol=1e-5)
+
+
+def test_catboost_peers_answer_like_catboost(rng):
+    """CatBoost in the grid: its own predict_proba, ONNX Runtime on CatBoost's ONNX export
+    with the ZipMap removed (a probability tensor, as the other peers return), and oneDAL."""
+    catboost = pytest.importorskip("catboost")
+    pytest.importorskip("onnxruntime")
+    spec = ModelSpec("tiny_catboost", "catboost", "CatBoost, 20 trees", n_features=4)
+    X = rng.normal(size=(300, 4))
+    model = catboost.CatBoostClassifier(iterations=20, depth=4, verbose=0, thread_count=1,
+                                        random_seed=0).fit(X, (X[:, 0] + X[:, 1] > 0).astype(int))
+    X = X.astype(np.float32)
+    expected = model.predict_proba(X)
+    peers = ["native", "onnxruntime"]
+    try:
+        import daal4py.mb  # noqa: F401
+        peers.append("onedal")
+    except ImportError:
+        pass
+    for name in peers:
+        out = PEERS[name](spec, model).build(1).fn(X)
+        assert np.asarray(out).shape == expected.shape, name
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -44,7 +44,8 @@ def _setup(lib):
 _LIBRARY = NativeLibrary(Path(__file__).with_name("walk_ops.c"),
                          ("-O3", "-std=c99", "-fPIC", "-shared", "-pthread"), _setup,
                          "the tree-walk operators' C kernels")
-_registered = threading.Lock(), []
+_REGISTER_LOCK = threading.Lock()
+_registered = False
 
 
 def available() -> bool:
@@ -101,12 +102,12 @@ def node_walk(wide, roots, columns, thresholds, rights, leaf_table, steps):
 def register_cpu_kernels() -> bool:
     """Make the C kernels the operators' CPU implementation (once per process); False,
     and nothing registered, where the library cannot be built."""
-    lock, done = _registered
-    with lock:
-        if not done:
+    global _registered
+    with _REGISTER_LOCK:
+        if not _registered:
             if not available():
                 return False
             perfect_tree_walk.register_kernel("cpu")(perfect_walk)
             node_tree_walk.register_kernel("cpu")(node_walk)
-            done.append(True)
+            _registered = True
     return True

@@ -13,6 +13,9 @@ several times times them all in the same interleaved rounds (``candidate:<name>`
 Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,1000,100000]
        [--candidate path/to/c_walk.c --candidate-name "what it changes"] [--rounds 3]
        [--node-walk-candidate]  (the shipped kernel without its SIMD walks)
+       [--complete-walk-candidate]  (... without its oblivious-tree walk)
+CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
+(``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
 ratios to the shipped kernel (``ratio_to_c_walk``: > 1 means slower than it).
 """
@@ -28,7 +31,7 @@ import torch
 import woodstar
 from woodstar.runtimes import c_walk
 from benchmarks._ab import interleaved_median_ms, write_results
-from benchmarks.candidates import NotAvailable, _onedal, as_proba
+from benchmarks.candidates import NotAvailable, _native, _onedal, as_proba
 from benchmarks.models import MODEL_SPECS, ModelSpec, load_model, test_rows
 
 OUT = Path(__file__).parent / "results" / "kernel_onedal.json"
@@ -93,6 +96,8 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
                 fns["onedal"] = _onedal(spec, model).build(threads).fn
             except NotAvailable as error:
                 print(f"onedal: {error}")
+            if spec.library == "catboost":  # its own predictor: the peer to beat there
+                fns["native"] = _native(spec, model).build(threads).fn
             for rows in rows_list:
                 X = X_all[:rows]
                 expected = model.predict_proba(X)
@@ -139,6 +144,18 @@ def _node_walk_only_source():
     return path
 
 
+def _complete_walk_only_source():
+    """c_walk.c with its oblivious-tree walk off: CatBoost's symmetric trees take the
+    complete-tree walk, as every tree did before it."""
+    text = c_walk.SOURCE.read_text()
+    marker = "#define OBLIVIOUS_WALK 1"
+    if marker not in text:
+        raise SystemExit(f"{c_walk.SOURCE} no longer has {marker!r}")
+    path = Path(tempfile.mkdtemp()) / "c_walk_complete_walk_only.c"
+    path.write_text(text.replace(marker, "#define OBLIVIOUS_WALK 0"))
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=["xgb_300x8", "lgbm_300x255"])
@@ -151,11 +168,16 @@ def main(argv=None):
                         help="what each candidate changes (recorded with each row)")
     parser.add_argument("--node-walk-candidate", action="store_true",
                         help="add the shipped kernel with its SIMD walks turned off")
+    parser.add_argument("--complete-walk-candidate", action="store_true",
+                        help="add the shipped kernel with its oblivious-tree walk turned off")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
         args.candidate.append(str(_node_walk_only_source()))
         args.candidate_name.append("the node walk only (no SIMD complete-tree walk)")
+    if args.complete_walk_candidate:
+        args.candidate.append(str(_complete_walk_only_source()))
+        args.candidate_name.append("oblivious trees on the complete-tree walk")
     names = [args.candidate_name[i] if i < len(args.candidate_name) else Path(c).stem
              for i, c in enumerate(args.candidate)]
     one = args.candidate[0] if len(args.candidate) == 1 else None

@@ -315,6 +315,238 @@ static int64_t complete_walk_avx2(const float *xb, int64_t rows, int64_t n_cols,
 }
 #endif
 
+/* Oblivious trees (CatBoost's symmetric trees: every node of a level tests the same
+ * feature against the same threshold and sends NaN the same way) need no node lookups:
+ * a row's leaf in the tree's complete copy is the bits of its level comparisons, the
+ * first level's the most significant. A block's rows are first copied feature-major
+ * (only the features such trees read), so each level is a contiguous load of 8 or 16
+ * rows and one comparison, with no gather of the row's value. NaN takes the level's
+ * learned side through the comparison's predicate (ordered "greater" sends it left,
+ * unordered "not less-or-equal" right), so blocks with NaN take this walk too. The
+ * leaves and the order of the sums are those of the complete-tree walk. */
+#define OBLIVIOUS_WALK 1    /* 0: oblivious trees take the complete-tree walk (A/B) */
+#define OBLIVIOUS_LEVELS 8  /* levels kept per tree (GROUP_MAX_DEPTH) */
+typedef struct {
+    const int32_t *nan_right; /* per tree: -1, not oblivious; else bit l: level l's NaN goes right */
+    const int32_t *column;    /* per tree, OBLIVIOUS_LEVELS each: the level's row in the copy */
+    const float *threshold;   /* per tree, OBLIVIOUS_LEVELS each: go right when x > it */
+    const int32_t *features;  /* the copy's rows: features read by oblivious trees */
+    int64_t n_features;       /* 0: no oblivious trees */
+} oblivious_trees;
+
+/* xt (n_features x ROW_BLOCK) = the block's values of ob->features. */
+static inline void transpose_block(const float *xb, int64_t rows, int64_t n_cols,
+                                   const oblivious_trees *ob, float *xt)
+{
+    for (int64_t c = 0; c < ob->n_features; ++c) {
+        const float *src = xb + ob->features[c];
+        float *dst = xt + c * ROW_BLOCK;
+        for (int64_t r = 0; r < rows; ++r)
+            dst[r] = src[r * n_cols];
+    }
+}
+
+/* One block's rows and what the oblivious walk adds them into. */
+typedef struct {
+    const float *xt;             /* the block's copy (transpose_block) */
+    int64_t rows;
+    const oblivious_trees *ob;
+    const complete_trees *ct;    /* the trees' leaves: their complete copies' */
+    const int32_t *depths, *out_start;
+    int64_t width, n_out, sum32;
+    void *out;                   /* the block's first row of sums */
+    int32_t *leaf_at;            /* ROW_BLOCK positions, for vector leaves */
+} oblivious_block;
+
+/* Leaf positions p are kept in vectors of LANES rows; vector leaves (or several
+ * outputs) are added from them here, row by row, a tree at a time. */
+static inline void add_vector_leaves(const oblivious_block *b, int64_t tree)
+{
+    const int64_t width = b->width, n_out = b->n_out;
+    const int64_t first = b->ct->start[tree] * width;
+    if (b->sum32) {
+        const float *leaf = (const float *)b->ct->leaf + first;
+        float *acc = (float *)b->out + b->out_start[tree];
+        for (int64_t q = 0; q < b->rows; ++q)
+            for (int64_t k = 0; k < width; ++k)
+                acc[q * n_out + k] += leaf[(int64_t)b->leaf_at[q] * width + k];
+    } else {
+        const double *leaf = (const double *)b->ct->leaf + first;
+        double *acc = (double *)b->out + b->out_start[tree];
+        for (int64_t q = 0; q < b->rows; ++q)
+            for (int64_t k = 0; k < width; ++k)
+                acc[q * n_out + k] += leaf[(int64_t)b->leaf_at[q] * width + k];
+    }
+}
+
+#ifdef HAVE_AVX512_DISPATCH
+/* Trees t0 .. t1 - 1, all oblivious, for every row of the block (the last vector
+ * masked). One-output sums stay in registers from the first tree to the last, each
+ * row still adding its trees in order. */
+__attribute__((target("avx512f")))
+static void oblivious_run_avx512(const oblivious_block *b, int64_t t0, int64_t t1)
+{
+    const int64_t vectors = (b->rows + SIMD_LANES - 1) / SIMD_LANES;
+    const int one_sum = b->width == 1 && b->n_out == 1;
+    const __m512i one = _mm512_set1_epi32(1);
+    __mmask16 live[SIMD_VECTORS];
+    __m512i p[SIMD_VECTORS];
+    __m512d sum[SIMD_VECTORS][2];
+    __m512 sum32[SIMD_VECTORS];
+    for (int64_t k = 0; k < vectors; ++k) {
+        const int64_t left = b->rows - k * SIMD_LANES;
+        live[k] = left >= SIMD_LANES ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        if (one_sum && b->sum32) {
+            sum32[k] = _mm512_maskz_loadu_ps(live[k], (const float *)b->out + k * SIMD_LANES);
+        } else if (one_sum) {
+            const double *a = (const double *)b->out + k * SIMD_LANES;
+            sum[k][0] = _mm512_maskz_loadu_pd((__mmask8)live[k], a);
+            sum[k][1] = _mm512_maskz_loadu_pd((__mmask8)(live[k] >> 8), a + 8);
+        }
+    }
+    for (int64_t t = t0; t < t1; ++t) {
+        const int32_t *column = b->ob->column + t * OBLIVIOUS_LEVELS;
+        const float *threshold = b->ob->threshold + t * OBLIVIOUS_LEVELS;
+        const int32_t nan_right = b->ob->nan_right[t], depth = b->depths[t];
+        for (int64_t k = 0; k < vectors; ++k)
+            p[k] = _mm512_setzero_si512();
+        for (int32_t level = 0; level < depth; ++level) {
+            const float *v = b->xt + (int64_t)column[level] * ROW_BLOCK;
+            const __m512 split = _mm512_set1_ps(threshold[level]);
+            const int right_on_nan = (nan_right >> level) & 1;
+            for (int64_t k = 0; k < vectors; ++k) {
+                const __m512 x = _mm512_maskz_loadu_ps(live[k], v + k * SIMD_LANES);
+                const __mmask16 right = right_on_nan ? _mm512_cmp_ps_mask(x, split, _CMP_NLE_UQ)
+                                                     : _mm512_cmp_ps_mask(x, split, _CMP_GT_OQ);
+                const __m512i twice = _mm512_slli_epi32(p[k], 1);
+                p[k] = _mm512_mask_add_epi32(twice, right, twice, one);
+            }
+        }
+        if (!one_sum) {
+            for (int64_t k = 0; k < vectors; ++k)
+                _mm512_mask_storeu_epi32((void *)(b->leaf_at + k * SIMD_LANES), live[k], p[k]);
+            add_vector_leaves(b, t);
+        } else if (b->sum32) {
+            const float *leaf = (const float *)b->ct->leaf + b->ct->start[t];
+            for (int64_t k = 0; k < vectors; ++k)
+                sum32[k] = _mm512_add_ps(sum32[k], _mm512_mask_i32gather_ps(
+                    _mm512_setzero_ps(), live[k], p[k], leaf, 4));
+        } else {
+            const double *leaf = (const double *)b->ct->leaf + b->ct->start[t];
+            for (int64_t k = 0; k < vectors; ++k) {
+                sum[k][0] = _mm512_add_pd(sum[k][0], _mm512_mask_i32gather_pd(
+                    _mm512_setzero_pd(), (__mmask8)live[k], _mm512_castsi512_si256(p[k]), leaf, 8));
+                sum[k][1] = _mm512_add_pd(sum[k][1], _mm512_mask_i32gather_pd(
+                    _mm512_setzero_pd(), (__mmask8)(live[k] >> 8),
+                    _mm512_extracti64x4_epi64(p[k], 1), leaf, 8));
+            }
+        }
+    }
+    for (int64_t k = 0; one_sum && k < vectors; ++k) {
+        if (b->sum32) {
+            _mm512_mask_storeu_ps((float *)b->out + k * SIMD_LANES, live[k], sum32[k]);
+        } else {
+            double *a = (double *)b->out + k * SIMD_LANES;
+            _mm512_mask_storeu_pd(a, (__mmask8)live[k], sum[k][0]);
+            _mm512_mask_storeu_pd(a + 8, (__mmask8)(live[k] >> 8), sum[k][1]);
+        }
+    }
+}
+
+/* The same with AVX2, 8 rows per vector, in groups of four vectors (their sums fill
+ * eight registers). */
+__attribute__((target("avx2")))
+static void oblivious_run_avx2(const oblivious_block *b, int64_t t0, int64_t t1)
+{
+    enum { LANES = 8, GROUP = 4 };
+    const int one_sum = b->width == 1 && b->n_out == 1;
+    if (!one_sum) {  /* positions for every row, then the leaves, a tree at a time */
+        for (int64_t t = t0; t < t1; ++t) {
+            const int32_t *column = b->ob->column + t * OBLIVIOUS_LEVELS;
+            const float *threshold = b->ob->threshold + t * OBLIVIOUS_LEVELS;
+            const int32_t nan_right = b->ob->nan_right[t], depth = b->depths[t];
+            for (int64_t q = 0; q < b->rows; ++q) {
+                int32_t at = 0;
+                for (int32_t level = 0; level < depth; ++level) {
+                    const float x = b->xt[(int64_t)column[level] * ROW_BLOCK + q];
+                    const int right = (x > threshold[level]) | ((x != x) & (nan_right >> level));
+                    at = 2 * at + right;
+                }
+                b->leaf_at[q] = at;
+            }
+            add_vector_leaves(b, t);
+        }
+        return;
+    }
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t g0 = 0; g0 < b->rows; g0 += LANES * GROUP) {
+        const int64_t vectors = (b->rows - g0 + LANES - 1) / LANES < GROUP
+                                ? (b->rows - g0 + LANES - 1) / LANES : GROUP;
+        __m256i live[GROUP], p[GROUP];
+        __m256d sum[GROUP][2];
+        __m256 sum32[GROUP];
+        for (int64_t k = 0; k < vectors; ++k) {
+            const int64_t row = g0 + k * LANES;
+            live[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(b->rows - row)), lanes);
+            if (b->sum32) {
+                sum32[k] = _mm256_maskload_ps((const float *)b->out + row, live[k]);
+            } else {
+                const double *a = (const double *)b->out + row;
+                sum[k][0] = _mm256_maskload_pd(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(live[k])));
+                sum[k][1] = _mm256_maskload_pd(a + 4, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(live[k], 1)));
+            }
+        }
+        for (int64_t t = t0; t < t1; ++t) {
+            const int32_t *column = b->ob->column + t * OBLIVIOUS_LEVELS;
+            const float *threshold = b->ob->threshold + t * OBLIVIOUS_LEVELS;
+            const int32_t nan_right = b->ob->nan_right[t], depth = b->depths[t];
+            for (int64_t k = 0; k < vectors; ++k)
+                p[k] = _mm256_setzero_si256();
+            for (int32_t level = 0; level < depth; ++level) {
+                const float *v = b->xt + (int64_t)column[level] * ROW_BLOCK + g0;
+                const __m256 split = _mm256_set1_ps(threshold[level]);
+                const int right_on_nan = (nan_right >> level) & 1;
+                for (int64_t k = 0; k < vectors; ++k) {
+                    const __m256 x = _mm256_maskload_ps(v + k * LANES, live[k]);
+                    /* all ones where the row goes right: 2p - (-1) = 2p + 1 */
+                    const __m256i right = _mm256_castps_si256(right_on_nan
+                        ? _mm256_cmp_ps(x, split, _CMP_NLE_UQ) : _mm256_cmp_ps(x, split, _CMP_GT_OQ));
+                    p[k] = _mm256_sub_epi32(_mm256_slli_epi32(p[k], 1), right);
+                }
+            }
+            if (b->sum32) {
+                const float *leaf = (const float *)b->ct->leaf + b->ct->start[t];
+                for (int64_t k = 0; k < vectors; ++k)
+                    sum32[k] = _mm256_add_ps(sum32[k], _mm256_mask_i32gather_ps(
+                        _mm256_setzero_ps(), leaf, p[k], _mm256_castsi256_ps(live[k]), 4));
+            } else {
+                const double *leaf = (const double *)b->ct->leaf + b->ct->start[t];
+                for (int64_t k = 0; k < vectors; ++k) {
+                    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(live[k]));
+                    const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(live[k], 1));
+                    sum[k][0] = _mm256_add_pd(sum[k][0], _mm256_mask_i32gather_pd(
+                        _mm256_setzero_pd(), leaf, _mm256_castsi256_si128(p[k]),
+                        _mm256_castsi256_pd(lo), 8));
+                    sum[k][1] = _mm256_add_pd(sum[k][1], _mm256_mask_i32gather_pd(
+                        _mm256_setzero_pd(), leaf, _mm256_extracti128_si256(p[k], 1),
+                        _mm256_castsi256_pd(hi), 8));
+                }
+            }
+        }
+        for (int64_t k = 0; k < vectors; ++k) {
+            const int64_t row = g0 + k * LANES;
+            if (b->sum32) {
+                _mm256_maskstore_ps((float *)b->out + row, live[k], sum32[k]);
+            } else {
+                double *a = (double *)b->out + row;
+                _mm256_maskstore_pd(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(live[k])), sum[k][0]);
+                _mm256_maskstore_pd(a + 4, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(live[k], 1)), sum[k][1]);
+            }
+        }
+    }
+}
+#endif
+
 /* On an AVX-512 CPU, trees deeper than this with one output per leaf take the AVX-512
  * walk, whose permutes hold levels of 32 to 128 nodes; shallower trees (every level in
  * one or two AVX2 registers) and vector leaves took the AVX2 walk faster
@@ -378,13 +610,45 @@ static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64
     return 0;  /* the double route keeps its node walk */
 }
 
+/* Trees t0 .. t1 - 1 (all oblivious) for every row of a block, on the float route;
+ * returns 0 where this CPU has no SIMD walk (the other walks take them). */
+static inline int oblivious_run_float(const float *xb, int64_t n_cols, float *xt, int *copied,
+                                      oblivious_block *b, int64_t t0, int64_t t1)
+{
+#ifdef HAVE_AVX512_DISPATCH
+    const int64_t simd = woodstar_simd_walk();
+    if (simd == SIMD_NONE) return 0;
+    if (!*copied) {
+        transpose_block(xb, b->rows, n_cols, b->ob, xt);
+        *copied = 1;
+    }
+    b->xt = xt;
+    if (simd == SIMD_AVX512)
+        oblivious_run_avx512(b, t0, t1);
+    else
+        oblivious_run_avx2(b, t0, t1);
+    return 1;
+#else
+    (void)xb; (void)n_cols; (void)xt; (void)copied; (void)b; (void)t0; (void)t1;
+    return 0;
+#endif
+}
+
+static inline int oblivious_run_double(const double *xb, int64_t n_cols, float *xt, int *copied,
+                                       oblivious_block *b, int64_t t0, int64_t t1)
+{
+    (void)xb; (void)n_cols; (void)xt; (void)copied; (void)b; (void)t0; (void)t1;
+    return 0;  /* the double route keeps its node walk */
+}
+
 #define DEFINE_WALK(NAME, NODE, T, STEP, ACC, CLEAN_STEP)                                 \
 static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes,            \
                  const int32_t *roots, const int32_t *depths, const int32_t *out_start,    \
                  int64_t n_trees, const ACC *leaf_value, int64_t width,                    \
                  double range_lo, double range_hi, ACC *out, int64_t n_out,                \
                  const int32_t *cat_start, const int32_t *cat_size,                        \
-                 const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct)     \
+                 const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct,    \
+                 const oblivious_trees *ob)                                                \
 {                                                                                          \
     const T lo = (T)range_lo, hi = (T)range_hi;                                            \
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
@@ -463,29 +727,42 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
         }                                                                                  \
         return;                                                                            \
     }                                                                                      \
+    float *xt = OBLIVIOUS_WALK && ob->n_features && sizeof(T) == sizeof(float)             \
+        ? (float *)malloc((size_t)ob->n_features * ROW_BLOCK * sizeof(float)) : NULL;     \
     for (int64_t block = 0; block < n_rows; block += ROW_BLOCK) {                          \
         const int64_t rows = n_rows - block < ROW_BLOCK ? n_rows - block : ROW_BLOCK;      \
         const T *xb = x + block * n_cols;                                                  \
-        int clean = CLEAN_STEP##_OK;                                                       \
+        int clean = CLEAN_STEP##_OK, copied = 0;                                           \
         for (int64_t i = 0; clean && i < rows * n_cols; ++i)                               \
             clean = xb[i] == xb[i];                                                        \
         for (int64_t t = 0; t < n_trees; ++t) {                                            \
             const int32_t root = roots[t], depth = depths[t];                              \
             ACC *acc = out + block * n_out + out_start[t];                                 \
             int64_t r0 = 0;                                                                \
-            if (clean && depth <= GROUP_MAX_DEPTH) {                                       \
-                const int one_sum = width == 1 && n_out == 1; /* added in registers */    \
-                const ACC *leaf = ct->start ? (const ACC *)ct->leaf                        \
-                                              + (int64_t)ct->start[t] * width : NULL;      \
-                if (depth <= AVX2_LEVELS_IN_REGISTERS || rows >= SIMD_MIN_ROWS)           \
-                    r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,             \
-                                           one_sum ? (void *)acc : NULL, leaf,             \
-                                           sizeof(ACC) == sizeof(float), width);           \
-                if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */        \
-                    for (int64_t q = 0; q < r0; ++q)                                       \
-                        for (int64_t k = 0; k < width; ++k)                                \
-                            acc[q * n_out + k] += leaf[(int64_t)at[q] * width + k];        \
+            const int one_sum = width == 1 && n_out == 1; /* added in registers */        \
+            const ACC *leaf = ct->start && ct->start[t] >= 0                               \
+                ? (const ACC *)ct->leaf + (int64_t)ct->start[t] * width : NULL;            \
+            if (xt && ob->nan_right[t] >= 0) { /* a run of oblivious trees, NaN or not */  \
+                int64_t t1 = t + 1;                                                        \
+                while (t1 < n_trees && ob->nan_right[t1] >= 0) ++t1;                       \
+                oblivious_block b = {NULL, rows, ob, ct, depths, out_start, width, n_out,  \
+                                     sizeof(ACC) == sizeof(float), out + block * n_out, at};\
+                if (oblivious_run_##T(xb, n_cols, xt, &copied, &b, t, t1)) {               \
+                    t = t1 - 1;                                                            \
+                    continue;                                                              \
                 }                                                                          \
+            }                                                                              \
+            if (clean && depth <= GROUP_MAX_DEPTH                                          \
+                     && (depth <= AVX2_LEVELS_IN_REGISTERS || rows >= SIMD_MIN_ROWS))      \
+                r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \
+                                       one_sum ? (void *)acc : NULL, leaf,                 \
+                                       sizeof(ACC) == sizeof(float), width);               \
+            if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */            \
+                for (int64_t q = 0; q < r0; ++q)                                           \
+                    for (int64_t k = 0; k < width; ++k)                                    \
+                        acc[q * n_out + k] += leaf[(int64_t)at[q] * width + k];            \
+            }                                                                              \
+            if (clean && depth <= GROUP_MAX_DEPTH) {                                       \
                 for (; width == 1 && r0 + GROUP_ROWS <= rows; r0 += GROUP_ROWS) { /* see GROUP_ROWS */ \
                     int32_t a[GROUP_ROWS];                                                 \
                     for (int q = 0; q < GROUP_ROWS; ++q) a[q] = root;                      \
@@ -520,6 +797,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             }                                                                              \
         }                                                                                  \
     }                                                                                      \
+    free(xt);                                                                              \
 }
 
 DEFINE_WALK(walk_f32, node32, float, STEP_NAN_ONLY, double, STEP_NO_MISSING)
@@ -547,6 +825,7 @@ typedef struct {
     const uint32_t *cat_bits;
     int64_t has_categorical, cat_rule;
     complete_trees ct;
+    oblivious_trees ob;
 } model;
 
 /* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
@@ -616,13 +895,13 @@ static void NAME##_range(const model *m, const char *x, int64_t n_rows, char *ou
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const float *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (float *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,   \
-            m->cat_rule, &m->ct);                                                          \
+            m->cat_rule, &m->ct, &m->ob);                                                          \
     else                                                                                   \
         (m->has_categorical ? CAT : m->has_range ? RANGED : PLAIN)(                        \
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const double *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (double *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,  \
-            m->cat_rule, &m->ct);                                                          \
+            m->cat_rule, &m->ct, &m->ob);                                                          \
 }                                                                                          \
 int64_t NAME(const model *m, const T *x, int64_t n_rows, void *out, int64_t n_threads)     \
 {                                                                                          \

@@ -62,7 +62,9 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("cat_bits", ctypes.c_void_p), ("has_categorical", ctypes.c_int64),
                 ("cat_rule", ctypes.c_int64), ("ct_start", ctypes.c_void_p),
                 ("ct_feature", ctypes.c_void_p), ("ct_threshold", ctypes.c_void_p),
-                ("ct_leaf", ctypes.c_void_p)]
+                ("ct_leaf", ctypes.c_void_p), ("ob_nan_right", ctypes.c_void_p),
+                ("ob_column", ctypes.c_void_p), ("ob_threshold", ctypes.c_void_p),
+                ("ob_features", ctypes.c_void_p), ("ob_n_features", ctypes.c_int64)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -177,6 +179,10 @@ def _address(array: np.ndarray) -> int:
 # Trees up to this depth (GROUP_MAX_DEPTH in c_walk.c) get a complete-tree copy for the
 # kernel's SIMD walk (AVX2 or AVX-512) of row blocks without NaN; 0 turns the copies off.
 COMPLETE_TREE_MAX_DEPTH = 8
+# Oblivious trees among them (CatBoost's) walk by their levels' comparison bits
+# (``oblivious_trees`` in c_walk.c); False leaves them to the complete-tree walk.
+OBLIVIOUS_TREES = True
+OBLIVIOUS_LEVELS = 8  # OBLIVIOUS_LEVELS in c_walk.c
 
 
 class CTreeWalk(CpuRoute):
@@ -244,7 +250,7 @@ class CTreeWalk(CpuRoute):
                              _address(self.cat_start), _address(self.cat_size),
                              _address(self.cat_bits), int(categorical.any()),
                              CATEGORICAL_RULES[ens.categorical_rule],
-                             *self._complete_trees(ens, dtype))
+                             *self._complete_trees(ens, dtype), *self._oblivious_trees(ens))
         self._model_address = ctypes.addressof(self._model)
         self.steps_per_row = max(1, int(self.depths.sum()))
         self.n_threads = max(1, int(n_threads))
@@ -269,6 +275,7 @@ class CTreeWalk(CpuRoute):
         total = int(sizes.sum()) + 32  # the kernel loads 16 or 32 slots from a level's first
         feature = np.zeros(total, np.int32)
         threshold = np.full(total, np.inf, np.float32)
+        default_left = np.ones(total, bool)
         leaf = np.zeros((total, self.width), self.sum_dtype)
         node_threshold = node_thresholds(ens, dtype)
         leaf_value = np.asarray(ens.leaf_value, np.float64).reshape(ens.n_nodes, -1)
@@ -285,6 +292,7 @@ class CTreeWalk(CpuRoute):
             here = start[tree] + slot
             feature[here[internal]] = ens.feature[node[internal]]
             threshold[here[internal]] = node_threshold[node[internal]]
+            default_left[here[internal]] = ens.default_left[node[internal]]
             base = offsets[tree]
             left = np.where(internal, base + ens.left[node], node)  # a leaf passes left
             tree, node, slot = (np.concatenate([tree, tree[internal]]),
@@ -293,8 +301,53 @@ class CTreeWalk(CpuRoute):
             level += 1
         self.ct_start = np.ascontiguousarray(np.where(takes, start, -1), dtype=np.int32)
         self.ct_feature, self.ct_threshold, self.ct_leaf = feature, threshold, leaf
+        self.ct_default_left = default_left
         return (_address(self.ct_start), _address(feature), _address(threshold),
                 _address(leaf))
+
+    def _oblivious_trees(self, ens: TreeEnsemble):
+        """The oblivious trees among the complete-tree copies (``oblivious_trees`` in
+        c_walk.c): perfect trees whose every level tests one feature against one
+        threshold and sends NaN one way, as CatBoost's symmetric trees do. Returns the
+        structure's five fields (all 0 when there are none, or when OBLIVIOUS_TREES is
+        off)."""
+        self.ob_nan_right = None
+        if self.ct_start is None or not OBLIVIOUS_TREES:
+            return 0, 0, 0, 0, 0
+        depths = self.depths.astype(np.int64)
+        sizes = np.diff(np.asarray(ens.tree_offsets, np.int64))
+        perfect = (self.ct_start >= 0) & (sizes == (1 << (depths + 1)) - 1)
+        nan_right = np.full(self.n_trees, -1, np.int32)
+        level_feature = np.zeros((self.n_trees, OBLIVIOUS_LEVELS), np.int32)
+        level_threshold = np.zeros((self.n_trees, OBLIVIOUS_LEVELS), np.float32)
+        for depth in np.unique(depths[perfect]):
+            trees = np.flatnonzero(perfect & (depths == depth))
+            first = (1 << np.arange(depth)) - 1  # each level's first slot
+            slots = self.ct_start[trees, None] + np.arange((1 << depth) - 1)
+            same = np.ones(len(trees), bool)
+            for table in (self.ct_feature, self.ct_threshold, self.ct_default_left):
+                values = table[slots]
+                for level, start in enumerate(first):
+                    part = values[:, start:2 * start + 1]
+                    same &= (part == part[:, :1]).all(axis=1)
+            trees, firsts = trees[same], slots[same][:, first]
+            level_feature[trees, :depth] = self.ct_feature[firsts]
+            level_threshold[trees, :depth] = self.ct_threshold[firsts]
+            right = ~self.ct_default_left[firsts]
+            nan_right[trees] = (right << np.arange(depth)).sum(axis=1, dtype=np.int32)
+        oblivious = nan_right >= 0
+        if not oblivious.any():
+            return 0, 0, 0, 0, 0
+        used = oblivious[:, None] & (np.arange(OBLIVIOUS_LEVELS) < self.depths[:, None])
+        features, column = np.unique(level_feature[used], return_inverse=True)
+        level_column = np.zeros_like(level_feature)
+        level_column[used] = column
+        self.ob_nan_right = nan_right
+        self.ob_column = np.ascontiguousarray(level_column)
+        self.ob_threshold = np.ascontiguousarray(level_threshold)
+        self.ob_features = np.ascontiguousarray(features, dtype=np.int32)
+        return (_address(self.ob_nan_right), _address(self.ob_column),
+                _address(self.ob_threshold), _address(self.ob_features), len(features))
 
     def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it

@@ -166,3 +166,17 @@ def test_catboost_symmetric_trees_take_the_oblivious_walk_and_keep_catboost_answ
         Xt[rng.random(Xt.shape) < 0.1] = np.nan
         Xt[:5] = X[:5]
         np.testing.assert_array_equal(converted.predict_proba(Xt), model.predict_proba(Xt))
+
+
+def test_oblivious_levels_count_less_toward_splitting_rows_over_threads(rng, monkeypatch):
+    ens = _ensemble(rng, n_trees=200, depths=(6, 6))
+    walk = c_walk.CTreeWalk(ens, "float32", n_threads=2)
+    if walk.ob_nan_right is None:
+        pytest.skip("this CPU has no SIMD walk, so no oblivious walk")
+    monkeypatch.setattr(c_walk, "OBLIVIOUS_TREES", False)
+    node_walk = c_walk.CTreeWalk(ens, "float32", n_threads=2)
+    rows = walk.parallel_min_steps // node_walk.steps_per_row + 1  # the node walk splits
+    assert rows * walk.steps_per_row < walk.parallel_min_steps
+    X = _rows(rng, ens.n_features, rows)
+    np.testing.assert_array_equal(walk(X)[0], node_walk(X)[0])
+    assert (walk.last_threads, node_walk.last_threads) == (1, 2)

@@ -183,6 +183,10 @@ COMPLETE_TREE_MAX_DEPTH = 8
 # (``oblivious_trees`` in c_walk.c); False leaves them to the complete-tree walk.
 OBLIVIOUS_TREES = True
 OBLIVIOUS_LEVELS = 8  # OBLIVIOUS_LEVELS in c_walk.c
+# An oblivious level counts as this many node steps toward ``parallel_min_steps``: their
+# walk split over two threads began to pay from about 256 rows of 500 depth-6 trees,
+# against about 73 for the same steps of the node walk (benchmarks/notes.md).
+OBLIVIOUS_STEP_COST = 0.25
 
 
 class CTreeWalk(CpuRoute):
@@ -252,7 +256,10 @@ class CTreeWalk(CpuRoute):
                              CATEGORICAL_RULES[ens.categorical_rule],
                              *self._complete_trees(ens, dtype), *self._oblivious_trees(ens))
         self._model_address = ctypes.addressof(self._model)
-        self.steps_per_row = max(1, int(self.depths.sum()))
+        depths = self.depths.astype(np.float64)
+        if self.ob_nan_right is not None:  # a level without a node lookup costs less
+            depths[self.ob_nan_right >= 0] *= OBLIVIOUS_STEP_COST
+        self.steps_per_row = max(1, int(depths.sum()))
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
 

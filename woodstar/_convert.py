@@ -30,7 +30,9 @@ def convert(model, backend="torch", test_input=None, device="cpu", extra_config=
     at convert time. An empty one (``[]``, as Hummingbird's callers pass) means none. ``device``: "cpu", "cuda" or "cuda:N". ``extra_config``: keys
     from ``woodstar.constants``; an unknown key is an error. With
     ``extra_config["container"] = False`` the backend's own model is returned
-    (``torch.nn.Module``, ``torch.jit.ScriptModule``, ``onnx.ModelProto``, ...).
+    (``torch.nn.Module``, ``torch.jit.ScriptModule``, ``onnx.ModelProto``, ...). With
+    ``extra_config["conversion_cache"]`` (True or a folder), what the onnx, torch.jit
+    and tvm backends compile is kept on disk and a repeated conversion loads it.
     Neither ``model`` nor ``extra_config`` is modified.
     """
     options = parse_options(extra_config)
@@ -55,7 +57,14 @@ def _convert(model, backend, test_input, device, options, model_ir=None):
         model = _load_onnx_path(model)
         model_ir = find_frontend(model)(model, options)
     model_ir = apply_post_transform_option(model_ir, options.post_transform)
-    container = make_container(model_ir, backend_cls, options, device)
+    if options.conversion_cache is not None:
+        from ._conversion_cache import cached_conversion
+
+        container, _ = cached_conversion(
+            model_ir, backend_cls, options, device,
+            lambda: make_container(model_ir, backend_cls, options, device))
+    else:
+        container = make_container(model_ir, backend_cls, options, device)
     if test_input is not None and _is_empty(test_input):
         test_input = None
     if test_input is not None:

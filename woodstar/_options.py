@@ -42,6 +42,7 @@ class Options:
     # Hummingbird's post_transform: None keeps the model's own; "raw": predict_proba
     # gives the raw scores; "LOGISTIC"/"SOFTMAX"/"TWEEDIE": must be the model's own.
     post_transform: Optional[str] = None
+    conversion_cache: Optional[str] = None  # a folder: see constants.CONVERSION_CACHE
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -129,9 +130,25 @@ def parse_options(extra_config) -> Options:
     if cfg.get(C.ONNX_RUNTIME_THREADS) is not None:
         fields["onnx_runtime_threads"] = _positive_int(C.ONNX_RUNTIME_THREADS,
                                                        cfg[C.ONNX_RUNTIME_THREADS])
+    if cfg.get(C.CONVERSION_CACHE) not in (None, False):
+        fields["conversion_cache"] = _folder(C.CONVERSION_CACHE, cfg[C.CONVERSION_CACHE])
     if cfg.get(C.CPU_ROUTE) not in (None, "auto"):
         fields["cpu_route"] = _choice(C.CPU_ROUTE, cfg[C.CPU_ROUTE], _cpu_routes())
     return Options(**fields)
+
+
+def _folder(key, value):
+    """True: the default conversion cache folder; a path: that folder (made when first
+    written)."""
+    import os
+
+    if value is True:
+        from ._conversion_cache import default_folder
+
+        return str(default_folder())
+    if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+        return os.path.abspath(os.path.expanduser(os.fspath(value)))
+    raise ConstantError(f"extra_config[{key!r}] must be True or a folder's path (got {value!r}).")
 
 
 def _cpu_routes():

@@ -42,7 +42,7 @@ from .ir import (ColumnOps, Graph, Head, InputColumn, InputSchema, LinearModel, 
                  TreeEnsemble, ValueType, chain)
 from .ir.graph import op_class
 
-__all__ = ["save", "load_parts", "read_saved", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["save", "load_parts", "read_saved", "ir_digest", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "woodstar-model"
 FORMAT_VERSION = 2
@@ -141,10 +141,9 @@ def _schema_meta(schema, members):
     return {"columns": columns}
 
 
-def save(container, path):
-    """Write ``container`` to ``path`` (a file name or a writable binary file)."""
-    ir = container.ir
-    members = {}
+def _ir_members(ir, members):
+    """The IR's arrays into ``members`` (name -> .npy bytes); returns the manifest's
+    ``head``, ``graph`` and ``schema`` entries that name them."""
     graph_meta = _graph_meta(ir.graph, members)
     schema_meta = _schema_meta(ir.schema, members)
     head_meta = {"fields": {}, "classes": None}
@@ -160,6 +159,26 @@ def save(container, path):
                     head_meta["classes"].append({"file": name, "as_object": as_object})
         else:
             head_meta["fields"][field.name] = _json_value(value)
+    return head_meta, graph_meta, schema_meta
+
+
+def ir_digest(ir) -> str:
+    """The SHA-256 of what ``save`` writes of ``ir``: equal IRs give equal digests."""
+    members = {}
+    head_meta, graph_meta, schema_meta = _ir_members(ir, members)
+    described = {"head": head_meta, "graph": graph_meta, "schema": schema_meta,
+                 "files": {name: _sha256(data) for name, data in sorted(members.items())}}
+    return _sha256(json.dumps(described, sort_keys=True).encode("utf-8"))
+
+
+# Settings of the conversion, not of the model: not written (a loaded model has none).
+_UNSAVED_OPTIONS = ("conversion_cache",)
+
+
+def save(container, path):
+    """Write ``container`` to ``path`` (a file name or a writable binary file)."""
+    members = {}
+    head_meta, graph_meta, schema_meta = _ir_members(container.ir, members)
     backend_cls = container._backend_cls
     programs = {}
     for precision, program in sorted(container._programs.items()):
@@ -175,7 +194,8 @@ def save(container, path):
         "versions": _versions(backend_cls),
         "backend": container.backend,
         "device": str(container.device),
-        "options": {k: _json_value(v) for k, v in dataclasses.asdict(container.options).items()},
+        "options": {k: _json_value(v) for k, v in dataclasses.asdict(container.options).items()
+                    if k not in _UNSAVED_OPTIONS},
         "head": head_meta,
         "graph": graph_meta,
         "schema": schema_meta,

@@ -31,6 +31,7 @@ __all__ = [
     "ONNX_INPUT_NAMES",
     "ONNX_OUTPUT_NAMES",
     "POST_TRANSFORM",
+    "CONVERSION_CACHE",
     "SIGMOID",
     "SOFTMAX",
     "TWEEDIE",
@@ -115,6 +116,16 @@ classifier, one per class otherwise; ``predict`` keeps the source's labels and
 ``predict_log_proba`` is dropped). ``SIGMOID``, ``SOFTMAX``, ``TWEEDIE``: accepted when
 they name the model's own post-transform (no change), refused otherwise."""
 
+CONVERSION_CACHE = "conversion_cache"
+"""Woodstar's own key: a folder (or True: ``$WOODSTAR_CACHE_DIR/conversions``, by default
+``~/.cache/woodstar/conversions``) where ``convert`` keeps what the ``onnx``,
+``torch.jit`` and ``tvm`` backends compiled, saved in woodstar's format and keyed by the
+model's IR, the backend, the device, the other options, the libraries' versions,
+woodstar's own code and the CPU. Converting the same model the same way again, in any
+process, loads it from there instead of compiling it (woodstar/_conversion_cache.py).
+Off by default; ``torch`` and ``torch.compile`` keep nothing there (they build from the
+IR on load; torch.compile has Inductor's own cache)."""
+
 SIGMOID = "LOGISTIC"
 SOFTMAX = "SOFTMAX"
 TWEEDIE = "TWEEDIE"
@@ -140,6 +151,7 @@ KNOWN_KEYS = (
     ONNX_INPUT_NAMES,
     ONNX_OUTPUT_NAMES,
     POST_TRANSFORM,
+    CONVERSION_CACHE,
 )
 
 IGNORED_KEYS = {

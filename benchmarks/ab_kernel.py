@@ -14,6 +14,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--candidate path/to/c_walk.c --candidate-name "what it changes"] [--rounds 3]
        [--node-walk-candidate]  (the shipped kernel without its SIMD walks)
        [--complete-walk-candidate]  (... without its oblivious-tree walk)
+       [--define FEW_ROWS_SIMD=0]  (... with one of its switches set otherwise)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -144,15 +145,15 @@ def _node_walk_only_source():
     return path
 
 
-def _complete_walk_only_source():
-    """c_walk.c with its oblivious-tree walk off: CatBoost's symmetric trees take the
-    complete-tree walk, as every tree did before it."""
+def _defined_source(name, value):
+    """c_walk.c with ``#define NAME`` set to ``value`` (a switch such as OBLIVIOUS_WALK)."""
     text = c_walk.SOURCE.read_text()
-    marker = "#define OBLIVIOUS_WALK 1"
-    if marker not in text:
-        raise SystemExit(f"{c_walk.SOURCE} no longer has {marker!r}")
-    path = Path(tempfile.mkdtemp()) / "c_walk_complete_walk_only.c"
-    path.write_text(text.replace(marker, "#define OBLIVIOUS_WALK 0"))
+    lines = [line for line in text.splitlines() if line.startswith(f"#define {name} ")]
+    if len(lines) != 1:
+        raise SystemExit(f"{c_walk.SOURCE} has no single '#define {name}'")
+    old = lines[0].split("/*")[0].rstrip()
+    path = Path(tempfile.mkdtemp()) / f"c_walk_{name}_{value}.c"
+    path.write_text(text.replace(old, f"#define {name} {value}", 1))
     return path
 
 
@@ -170,14 +171,21 @@ def main(argv=None):
                         help="add the shipped kernel with its SIMD walks turned off")
     parser.add_argument("--complete-walk-candidate", action="store_true",
                         help="add the shipped kernel with its oblivious-tree walk turned off")
+    parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                        help="add the shipped kernel with one #define changed (repeatable: "
+                             "one candidate each)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
         args.candidate.append(str(_node_walk_only_source()))
         args.candidate_name.append("the node walk only (no SIMD complete-tree walk)")
     if args.complete_walk_candidate:
-        args.candidate.append(str(_complete_walk_only_source()))
+        args.candidate.append(str(_defined_source("OBLIVIOUS_WALK", 0)))
         args.candidate_name.append("oblivious trees on the complete-tree walk")
+    for definition in args.define:
+        name, _, value = definition.partition("=")
+        args.candidate.append(str(_defined_source(name, value)))
+        args.candidate_name.append(f"#define {name} {value}")
     names = [args.candidate_name[i] if i < len(args.candidate_name) else Path(c).stem
              for i, c in enumerate(args.candidate)]
     one = args.candidate[0] if len(args.candidate) == 1 else None

@@ -4,7 +4,8 @@ CatBoost's symmetric trees, take their leaf from the bits of their level compari
 against the IR's reference, the node walk and the complete-tree walk, to the bit, in
 each SIMD form the CPU has: NaN sent either way per level, values on thresholds and one
 float32 step away, +-inf, depths 0 to 8, vector leaves, float32 sums, partial vectors
-and blocks, threads; and which trees are recognised as oblivious."""
+and blocks, calls of fewer than 8 rows (a plain loop over trees and rows when every
+tree is oblivious), threads; and which trees are recognised as oblivious."""
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("rows", [8, 15, 16, 17, 40, 64, 65, 203])
+@pytest.mark.parametrize("rows", [1, 2, 7, 8, 15, 16, 17, 40, 64, 65, 203])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_oblivious_walk_matches_the_reference_and_the_other_walks(case, rows, threads, rng,
                                                                   monkeypatch, simd_form):
@@ -131,8 +132,11 @@ def test_only_trees_whose_levels_agree_are_oblivious(rng, simd_form):
         expected = sum((not ens.default_left[first[t] + 2 ** level - 1]) << level
                        for level in range(depth))
         assert walk.ob_nan_right[t] == expected
+    assert not walk._model.ob_all  # few rows: the node lanes, not the oblivious loop
     X = _rows(rng, ens.n_features, 300)
-    np.testing.assert_array_equal(walk(X)[0], predict(ens, X.astype(np.float64))[0])
+    for rows in (1, 3, 300):
+        np.testing.assert_array_equal(walk(X[:rows])[0],
+                                      predict(ens, X[:rows].astype(np.float64))[0])
 
 
 def test_trees_past_the_copies_depth_and_the_float64_route_are_not_oblivious(rng):

@@ -332,6 +332,7 @@ typedef struct {
     const float *threshold;   /* per tree, OBLIVIOUS_LEVELS each: go right when x > it */
     const int32_t *features;  /* the copy's rows: features read by oblivious trees */
     int64_t n_features;       /* 0: no oblivious trees */
+    int64_t all;              /* every tree is oblivious (few rows: oblivious_few_rows) */
 } oblivious_trees;
 
 /* xt (n_features x ROW_BLOCK) = the block's values of ob->features. */
@@ -610,6 +611,52 @@ static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64
     return 0;  /* the double route keeps its node walk */
 }
 
+/* Below FEW_ROWS rows, a model of oblivious trees only: per tree and row, its levels'
+ * comparisons in plain C (no loads depend on one another, so they overlap), the leaf
+ * from the bits, added to the row's sums in tree order. NaN takes each level's side. */
+static int oblivious_few_rows_float(const float *x, int64_t n_rows, int64_t n_cols,
+                                     const oblivious_trees *ob, const complete_trees *ct,
+                                     const int32_t *depths, const int32_t *out_start,
+                                     int64_t n_trees, int64_t width, int64_t n_out,
+                                     void *out, int64_t sum32)
+{
+    for (int64_t t = 0; t < n_trees; ++t) {
+        const int32_t *column = ob->column + t * OBLIVIOUS_LEVELS;
+        const float *threshold = ob->threshold + t * OBLIVIOUS_LEVELS;
+        const int32_t nan_right = ob->nan_right[t], depth = depths[t];
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const float *row = x + r * n_cols;
+            int64_t at = 0;
+            for (int32_t level = 0; level < depth; ++level) {
+                const float v = row[ob->features[column[level]]];
+                at = 2 * at + ((v > threshold[level]) | ((v != v) & (nan_right >> level)));
+            }
+            const int64_t first = ((int64_t)ct->start[t] + at) * width;
+            if (sum32) {
+                const float *leaf = (const float *)ct->leaf + first;
+                float *acc = (float *)out + r * n_out + out_start[t];
+                for (int64_t k = 0; k < width; ++k) acc[k] += leaf[k];
+            } else {
+                const double *leaf = (const double *)ct->leaf + first;
+                double *acc = (double *)out + r * n_out + out_start[t];
+                for (int64_t k = 0; k < width; ++k) acc[k] += leaf[k];
+            }
+        }
+    }
+    return 1;
+}
+
+static inline int oblivious_few_rows_double(const double *x, int64_t n_rows, int64_t n_cols,
+                                            const oblivious_trees *ob, const complete_trees *ct,
+                                            const int32_t *depths, const int32_t *out_start,
+                                            int64_t n_trees, int64_t width, int64_t n_out,
+                                            void *out, int64_t sum32)
+{
+    (void)x; (void)n_rows; (void)n_cols; (void)ob; (void)ct; (void)depths; (void)out_start;
+    (void)n_trees; (void)width; (void)n_out; (void)out; (void)sum32;
+    return 0;  /* never reached: the double route has no oblivious trees */
+}
+
 /* Trees t0 .. t1 - 1 (all oblivious) for every row of a block, on the float route;
  * returns 0 where this CPU has no SIMD walk (the other walks take them). */
 static inline int oblivious_run_float(const float *xb, int64_t n_cols, float *xt, int *copied,
@@ -654,6 +701,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
     (void)lo; (void)hi; (void)cat_start; (void)cat_size; (void)cat_bits; (void)cat_rule;   \
     if (n_rows < FEW_ROWS) {                                                               \
+        if (OBLIVIOUS_WALK && ob->all                                                      \
+            && oblivious_few_rows_##T(x, n_rows, n_cols, ob, ct, depths, out_start, n_trees,\
+                                      width, n_out, out, sizeof(ACC) == sizeof(float)))    \
+            return;                                                                        \
         int32_t deepest = 0;                                                               \
         for (int64_t t = 0; t < n_trees; ++t)                                              \
             deepest = depths[t] > deepest ? depths[t] : deepest;                           \

@@ -64,7 +64,8 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("ct_feature", ctypes.c_void_p), ("ct_threshold", ctypes.c_void_p),
                 ("ct_leaf", ctypes.c_void_p), ("ob_nan_right", ctypes.c_void_p),
                 ("ob_column", ctypes.c_void_p), ("ob_threshold", ctypes.c_void_p),
-                ("ob_features", ctypes.c_void_p), ("ob_n_features", ctypes.c_int64)]
+                ("ob_features", ctypes.c_void_p), ("ob_n_features", ctypes.c_int64),
+                ("ob_all", ctypes.c_int64)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -316,11 +317,11 @@ class CTreeWalk(CpuRoute):
         """The oblivious trees among the complete-tree copies (``oblivious_trees`` in
         c_walk.c): perfect trees whose every level tests one feature against one
         threshold and sends NaN one way, as CatBoost's symmetric trees do. Returns the
-        structure's five fields (all 0 when there are none, or when OBLIVIOUS_TREES is
+        structure's six fields (all 0 when there are none, or when OBLIVIOUS_TREES is
         off)."""
         self.ob_nan_right = None
         if self.ct_start is None or not OBLIVIOUS_TREES:
-            return 0, 0, 0, 0, 0
+            return 0, 0, 0, 0, 0, 0
         depths = self.depths.astype(np.int64)
         sizes = np.diff(np.asarray(ens.tree_offsets, np.int64))
         perfect = (self.ct_start >= 0) & (sizes == (1 << (depths + 1)) - 1)
@@ -344,7 +345,7 @@ class CTreeWalk(CpuRoute):
             nan_right[trees] = (right << np.arange(depth)).sum(axis=1, dtype=np.int32)
         oblivious = nan_right >= 0
         if not oblivious.any():
-            return 0, 0, 0, 0, 0
+            return 0, 0, 0, 0, 0, 0
         used = oblivious[:, None] & (np.arange(OBLIVIOUS_LEVELS) < self.depths[:, None])
         features, column = np.unique(level_feature[used], return_inverse=True)
         level_column = np.zeros_like(level_feature)
@@ -354,7 +355,8 @@ class CTreeWalk(CpuRoute):
         self.ob_threshold = np.ascontiguousarray(level_threshold)
         self.ob_features = np.ascontiguousarray(features, dtype=np.int32)
         return (_address(self.ob_nan_right), _address(self.ob_column),
-                _address(self.ob_threshold), _address(self.ob_features), len(features))
+                _address(self.ob_threshold), _address(self.ob_features), len(features),
+                int(oblivious.all()))
 
     def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it

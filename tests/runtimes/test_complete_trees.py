@@ -20,20 +20,6 @@ CLEAN_CASES = ["stump-sum", "deep-unbalanced", "softmax-3-outputs", "vector-leav
                "vector-leaves-in-blocks", "forest-classifier", "binary-sigmoid"]
 
 
-WIDEST = c_walk.simd_walk() if c_walk.available() else None
-FORMS = {"avx512": ["avx512", "avx2"], "avx2": ["avx2"], None: []}[WIDEST]
-
-
-@pytest.fixture(params=FORMS or [None])
-def simd_form(request):
-    """Each SIMD form this CPU has, the widest restored after the test."""
-    if request.param is None:
-        pytest.skip("this CPU has no SIMD walk (the node walk is tested everywhere)")
-    assert c_walk.limit_simd_walk(request.param) == request.param
-    yield request.param
-    c_walk.limit_simd_walk("avx512")
-
-
 def _ensemble(rng, case, sum32):
     # depths 0 to 7 unless the case sets its own: both sides of AVX2_LEVELS_IN_REGISTERS
     ens = random_ensemble(rng, n_trees=40, n_features=6, **{"max_depth": 7, **CASES[case]})

@@ -16,19 +16,7 @@ from woodstar.runtimes import c_walk
 
 pytestmark = pytest.mark.skipif(not c_walk.available(), reason=str(c_walk.unavailable_reason()))
 
-WIDEST = c_walk.simd_walk() if c_walk.available() else None
-FORMS = {"avx512": ["avx512", "avx2"], "avx2": ["avx2"], None: []}[WIDEST]
 THRESHOLDS = np.round(np.linspace(-1.5, 1.5, 31), 1)
-
-
-@pytest.fixture(params=FORMS or [None])
-def simd_form(request):
-    """Each SIMD form this CPU has, the widest restored after the test."""
-    if request.param is None:
-        pytest.skip("this CPU has no SIMD walk (the node walk is tested everywhere)")
-    assert c_walk.limit_simd_walk(request.param) == request.param
-    yield request.param
-    c_walk.limit_simd_walk("avx512")
 
 
 def _perfect_tree(rng, depth, n_features, width, levels_agree=True):

@@ -83,3 +83,22 @@ def test_the_walk_can_be_limited_to_a_narrower_form():
         assert c_walk.limit_simd_walk("avx512") == widest
     finally:
         c_walk.limit_simd_walk("avx512")
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 7])
+@pytest.mark.parametrize("case, sum32", [(c, False) for c in CLEAN_CASES] + [("binary-sigmoid", True)])
+def test_few_rows_walk_the_copies_and_match_the_node_lanes(case, sum32, rows, rng, monkeypatch,
+                                                           simd_form):
+    """Below 8 rows, rows without NaN walk groups of trees that all have copies through
+    the copies (trees deeper than 8 keep the node lanes: "deep-unbalanced" mixes both);
+    a NaN anywhere sends the call to the node lanes. Sums are the reference's bits."""
+    ens = _ensemble(rng, case, sum32)
+    X = _clean_rows(rng, ens, rows)
+    walk = c_walk.CTreeWalk(ens, "float32")
+    raw_ref = predict(ens, X.astype(np.float64))[0]
+    np.testing.assert_array_equal(walk(X)[0], raw_ref)
+    X_nan = X.copy()
+    X_nan[-1, 0] = np.nan
+    np.testing.assert_array_equal(walk(X_nan)[0], predict(ens, X_nan.astype(np.float64))[0])
+    monkeypatch.setattr(c_walk, "COMPLETE_TREE_MAX_DEPTH", -1)  # no copies: the node lanes
+    np.testing.assert_array_equal(c_walk.CTreeWalk(ens, "float32")(X)[0], raw_ref)

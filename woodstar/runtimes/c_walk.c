@@ -611,6 +611,49 @@ static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64
     return 0;  /* the double route keeps its node walk */
 }
 
+/* Below FEW_ROWS rows without NaN, a group of trees that all have complete-tree copies
+ * walks those instead of the nodes: a lane's step reads its slot's feature and threshold
+ * (4 bytes each; a tree's top four levels share one cache line of each table, where
+ * its nodes span several) and goes to 2 slot + 1 or 2 slot + 2. Each lane walks its own
+ * tree's depth; the leaves are added per row in tree order. Returns 0 where a tree of
+ * the group has no copy. */
+#define FEW_ROWS_COPIES 1  /* 0: few rows keep the node lanes (A/B) */
+static inline int few_rows_copies_float(const float *x, int64_t n_rows, int64_t n_cols,
+                                        const complete_trees *ct, const int32_t *depths,
+                                        int64_t t0, int64_t g, int32_t *slot)
+{
+    if (!FEW_ROWS_COPIES || !ct->start) return 0;
+    int32_t deepest = 0;
+    for (int64_t j = 0; j < g; ++j) {
+        if (ct->start[t0 + j] < 0) return 0;
+        deepest = depths[t0 + j] > deepest ? depths[t0 + j] : deepest;
+    }
+    for (int64_t i = 0; i < g * n_rows; ++i) slot[i] = 0;
+    for (int32_t level = 0; level < deepest; ++level)
+        for (int64_t j = 0; j < g; ++j) {
+            if (level >= depths[t0 + j]) continue;
+            const int32_t *feature = ct->feature + ct->start[t0 + j];
+            const float *threshold = ct->threshold + ct->start[t0 + j];
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const int32_t at = slot[j * n_rows + r];
+                const float v = x[r * n_cols + feature[at]];
+                slot[j * n_rows + r] = 2 * at + 2 - (v <= threshold[at]);
+            }
+        }
+    for (int64_t j = 0; j < g; ++j)  /* slots of the last level -> leaf positions */
+        for (int64_t r = 0; r < n_rows; ++r)
+            slot[j * n_rows + r] -= (1 << depths[t0 + j]) - 1;
+    return 1;
+}
+
+static inline int few_rows_copies_double(const double *x, int64_t n_rows, int64_t n_cols,
+                                         const complete_trees *ct, const int32_t *depths,
+                                         int64_t t0, int64_t g, int32_t *slot)
+{
+    (void)x; (void)n_rows; (void)n_cols; (void)ct; (void)depths; (void)t0; (void)g; (void)slot;
+    return 0;  /* the double route has no copies */
+}
+
 /* Below FEW_ROWS rows, a model of oblivious trees only: per tree and row, its levels'
  * comparisons in plain C (no loads depend on one another, so they overlap), the leaf
  * from the bits, added to the row's sums in tree order. NaN takes each level's side. */
@@ -710,8 +753,22 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             deepest = depths[t] > deepest ? depths[t] : deepest;                           \
         if (deepest <= REFILL_MIN_DEPTH) {  /* groups of trees in lockstep */              \
             const int64_t group = TREE_LANES / n_rows; /* trees per group; lanes = group x rows */\
+            int clean = CLEAN_STEP##_OK && ct->start != NULL;                              \
+            for (int64_t i = 0; clean && i < n_rows * n_cols; ++i)                         \
+                clean = x[i] == x[i];                                                      \
             for (int64_t t0 = 0; t0 < n_trees; t0 += group) {                              \
                 const int64_t g = n_trees - t0 < group ? n_trees - t0 : group;             \
+                if (clean && few_rows_copies_##T(x, n_rows, n_cols, ct, depths, t0, g, at)) {\
+                    for (int64_t j = 0; j < g; ++j) /* each row gets the group's trees in order */\
+                        for (int64_t r = 0; r < n_rows; ++r) {                             \
+                            const ACC *leaf = (const ACC *)ct->leaf + ((int64_t)ct->start[t0 + j]\
+                                              + at[j * n_rows + r]) * width;               \
+                            ACC *acc = out + r * n_out + out_start[t0 + j];                \
+                            for (int64_t k = 0; k < width; ++k)                            \
+                                acc[k] += leaf[k];                                         \
+                        }                                                                  \
+                    continue;                                                              \
+                }                                                                          \
                 int32_t depth = 0;                                                         \
                 for (int64_t j = 0; j < g; ++j) {                                          \
                     depth = depths[t0 + j] > depth ? depths[t0 + j] : depth;               \

@@ -20,6 +20,7 @@ Candidates (``--candidates``, comma-separated):
   tvm, tvm/<strategy>, tvm+fuse<N> (tvm_max_fuse_depth N), tvm+native (LLVM's ``mcpu`` set to this CPU),
                            tvm+ops (the tree walk as tensor ops, not one kernel),
                            torch.compile+ops (the same: Inductor's loops, not the C kernel),
+                           torch.jit+ops (the same: the traced tensor ops, not the C kernel),
                            tvm+parts (the walk kernel, run in cache-sized parts),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
@@ -100,12 +101,12 @@ def build(name, model, threads):
             finally:
                 tvm_tree_walk.ROW_BLOCK = default
         elif "ops" in flags:  # the walk as tensor ops, not one kernel
-            from woodstar.backends import compile_backend, tvm_backend
-            tvm_backend.WHOLE_WALK_ON_CPU = compile_backend.WALK_KERNELS_ON_CPU = False
+            from woodstar.backends import _walk_kernels, tvm_backend
+            tvm_backend.WHOLE_WALK_ON_CPU = _walk_kernels.WALK_KERNELS_ON_CPU = False
             try:
                 converted = woodstar.convert(model, backend, extra_config=config)
             finally:
-                tvm_backend.WHOLE_WALK_ON_CPU = compile_backend.WALK_KERNELS_ON_CPU = True
+                tvm_backend.WHOLE_WALK_ON_CPU = _walk_kernels.WALK_KERNELS_ON_CPU = True
         elif "native" in flags:
             from woodstar.backends import tvm_backend
             original = tvm_backend._target

@@ -10,12 +10,21 @@ import torch
 
 import woodstar
 from woodstar import plan
+from woodstar.backends import _walk_kernels
 from woodstar.lowering import routing
 
 from ._helpers import inputs_for
 
 # The torch backend's CPU route (the compiled walk) is not a program: ask for it.
 PROGRAM_BACKENDS = {"torch": {"cpu_route": "program"}, "torch.jit": {}}
+
+
+@pytest.fixture(autouse=True)
+def _tensor_op_walks(monkeypatch):
+    """torch.jit's trace with the walk kernels runs a large call whole
+    (test_torchscript_tree_walk.py); the tensor-op trace it runs where the kernels do
+    not build is the one that takes parts."""
+    monkeypatch.setattr(_walk_kernels, "WALK_KERNELS_ON_CPU", False)
 
 
 @pytest.fixture

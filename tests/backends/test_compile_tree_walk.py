@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import woodstar
-from woodstar.backends import all_backends, compile_backend
+from woodstar.backends import _walk_kernels, all_backends
 from woodstar.lowering.trees._common import TreeStrategyBase
 from woodstar.runtimes import walk_ops
 
@@ -85,7 +85,7 @@ def test_without_the_kernels_the_walk_stays_tensor_ops(rng, monkeypatch, switch)
     model = GradientBoostingClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, X[:, 0] > 0)
     with_kernel = woodstar.convert(model, "torch.compile", extra_config={"tree_implementation": "tree_trav"})
     if switch == "off":
-        monkeypatch.setattr(compile_backend, "WALK_KERNELS_ON_CPU", False)
+        monkeypatch.setattr(_walk_kernels, "WALK_KERNELS_ON_CPU", False)
     else:  # a machine where the C kernels did not build
         monkeypatch.setattr(walk_ops, "register_cpu_kernels", lambda: False)
     without = woodstar.convert(model, "torch.compile", extra_config={"tree_implementation": "tree_trav"})

@@ -31,20 +31,16 @@ import types
 
 import torch
 
-from ..lowering.trees._common import TreeStrategyBase
 from ..runtimes import walk_ops
 from ._base import Runner, refuse_unsupported_parts, to_numpy
 from ._threads import torch_threads
+from ._walk_kernels import mark_walks_in_kernels
 from .registry import register_backend
 
 __all__ = ["TorchCompileBackend"]
 
 _COUNTER = itertools.count()
 _CODE_BY_STRUCTURE = {}
-WALK_KERNELS_ON_CPU = True
-"""Whether CPU programs call the walk operators' C kernels (the A/B turns it off)."""
-
-
 def _structure(module):
     """What a compiled graph depends on besides tensor values: the strategy, buffer
     shapes and dtypes, and the modules' plain attributes (depth, counts, flags)."""
@@ -75,21 +71,10 @@ def _own_forward(module):
     return types.FunctionType(code, forward.__globals__, code.co_name, None, forward.__closure__)
 
 
-def _walk_in_kernels(module, device) -> bool:
-    """Mark the tree parts whose walk becomes one operator with a C kernel (on the CPU,
-    where the kernels build); True when every tree part is so marked."""
-    strategies = [m for m in module.modules() if isinstance(m, TreeStrategyBase)]
-    use = (torch.device(device).type == "cpu" and WALK_KERNELS_ON_CPU and bool(strategies)
-           and walk_ops.register_cpu_kernels())
-    for strategy in strategies:
-        strategy.walk_as_operator = use and strategy.exports_whole_walk
-    return bool(strategies) and all(s.walk_as_operator for s in strategies)
-
-
 class CompiledRunner(Runner):
     def __init__(self, module, options, device):
         super().__init__(module.to(device), options, device)
-        self.runs_tensor_ops = not _walk_in_kernels(self.module, device)
+        self.runs_tensor_ops = not mark_walks_in_kernels(self.module, device)
         self._compiled = torch.compile(_own_forward(self.module), backend="inductor",
                                        fullgraph=True, dynamic=None)
         example = torch.zeros((2, module.n_features), dtype=module.input_dtype)

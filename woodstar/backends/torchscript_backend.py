@@ -2,10 +2,15 @@
 
 The lowered modules have no data-dependent Python control flow (loops run a fixed
 number of levels), so a trace is exact, and batch sizes are read with ``size()`` ops:
-one trace serves every batch size. The saved artifact is an ordinary TorchScript
-archive that ``torch.jit.load`` opens without woodstar; a tree model's archive (on the
-CPU) wraps the trace in ``RowParts``, so that a user of the archive alone keeps the
-cache-sized parts the container runs (``lowering.routing.cache_part_rows``).
+one trace serves every batch size.
+
+Two traces of a tree model on the CPU: the one the container runs calls the walk
+operators' C kernels (``backends/_walk_kernels.py``) for the tree walks, as
+torch.compile's program does; the one it saves, and returns as ``model``, holds
+tensor ops only, so the archive is an ordinary TorchScript archive that
+``torch.jit.load`` opens without woodstar. That archive wraps the trace in
+``RowParts``, so that a user of the archive alone keeps the cache-sized parts a
+tensor-op walk needs (``lowering.routing.cache_part_rows``).
 """
 
 import io
@@ -17,6 +22,7 @@ import torch
 from ..lowering.routing import cache_part_rows
 from ._base import refuse_unsupported_parts
 from ._threads import torch_threads
+from ._walk_kernels import any_walk_as_operator, walks_in_kernels
 from .registry import register_backend
 from .torch_backend import TorchRunner
 
@@ -33,12 +39,36 @@ def trace(module, example, device):
 
 
 class TorchScriptRunner(TorchRunner):
-    def __init__(self, module, options, device, traced=None):
+    """Runs a trace of the lowered module. On the CPU, where the walk operators' C
+    kernels build, the trace it runs calls them for the tree walks (as torch.compile's
+    program does); ``model``, what ``save`` writes and what ``container=False`` returns,
+    is a trace of tensor ops only, which ``torch.jit.load`` runs without woodstar.
+    ``portable``: such a trace already made (read from a saved archive)."""
+
+    def __init__(self, module, options, device, portable=None):
         device = torch.device(device)
-        if traced is None:
-            with torch_threads(options.n_threads):
-                traced = trace(module, _example(module), device)
-        super().__init__(module, options, device, model=traced)
+        module = module.to(device)
+        with torch_threads(options.n_threads):
+            with walks_in_kernels(module, device) as every_walk:
+                kernels = any_walk_as_operator(module)
+                fast = trace(module, _example(module), device) if kernels else None
+            if fast is None:
+                fast = portable if portable is not None else trace(module, _example(module), device)
+                portable = fast
+        super().__init__(module, options, device, model=fast)
+        # A program whose every walk is one kernel call has no rows x trees temporaries:
+        # large calls run whole, the kernel splits rows between threads itself.
+        self.runs_tensor_ops = not every_walk
+        self._portable = portable
+
+    @property
+    def model(self):
+        """The trace of tensor ops only (made on first use where the running trace
+        calls the walk kernels)."""
+        if self._portable is None:
+            with torch_threads(self.options.n_threads):
+                self._portable = trace(self.module, _example(self.module), self.device)
+        return self._portable
 
     def run_tensor(self, x: torch.Tensor, threads=None):
         if self.device.type != "cpu":
@@ -130,7 +160,7 @@ class TorchScriptBackend:
             # A trace keeps the device it was made on in its constants (tensors created
             # inside forward): a model saved on another device is traced again here.
             traced = None
-        return TorchScriptRunner(module, options, device, traced=traced)
+        return TorchScriptRunner(module, options, device, portable=traced)
 
 
 def _same_as_eager(traced, module, device):

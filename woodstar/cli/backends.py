@@ -83,12 +83,18 @@ def _smoke(index):
 def _torchscript_details():
     import torch
 
+    from ..runtimes import walk_ops
+
+    kernels = {"tree_walk_kernels": walk_ops.available(),
+               "tree_walk_kernels_error": walk_ops.unavailable_reason()}
     try:
         traced = torch.jit.trace(lambda x: x + 1, torch.zeros(2))
         ok = bool(traced(torch.zeros(2)).eq(1).all())
-        return {"trace_works": ok}, None if ok else "a traced function gave a wrong answer"
+        return ({"trace_works": ok, **kernels},
+                None if ok else "a traced function gave a wrong answer")
     except Exception as error:  # noqa: BLE001
-        return {"trace_works": False}, f"torch.jit.trace failed: {type(error).__name__}: {error}"
+        return ({"trace_works": False, **kernels},
+                f"torch.jit.trace failed: {type(error).__name__}: {error}")
 
 
 def _cuda_usable(name, details, cuda_available):

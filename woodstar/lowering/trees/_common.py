@@ -137,8 +137,8 @@ class TreeStrategyBase(nn.Module):
         self.leaf_width = ens.leaf_width
         self.dtype_name = dtype
         # Set by a backend whose compiled program calls the walk operator's native
-        # kernel (torch.compile on the CPU): a plain attribute, so a compiled graph
-        # depends on it as on the strategy's other settings.
+        # kernel (torch.compile and TorchScript on the CPU): a plain attribute, so a
+        # compiled graph depends on it as on the strategy's other settings.
         self.walk_as_operator = False
         self.compute_dtype = TORCH_DTYPES[dtype]
         self.round_to_float32 = dtype == "float64" and ens.input_precision == "float32"

@@ -142,7 +142,7 @@ class PerfectTreeTraversalTrees(TreeStrategyBase):
             return self._forward_general(x)
         wide = self.widen(x)
         n, T = x.shape[0], self.n_trees
-        if tracing_torchscript():
+        if tracing_torchscript() and not self.walk_as_operator:
             return self._forward_traced(wide)
         if exporting():
             if emits_whole_walk_op() or self.walk_as_operator:

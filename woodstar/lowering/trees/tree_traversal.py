@@ -78,7 +78,7 @@ class TreeTraversalTrees(TreeStrategyBase):
         if self.has_categorical or self.has_linear:
             return self._forward_general(x)
         wide = self.widen(x)
-        if tracing_torchscript():
+        if tracing_torchscript() and not self.walk_as_operator:
             return self._forward_traced(wide)
         if exporting():
             if emits_whole_walk_op() or self.walk_as_operator:

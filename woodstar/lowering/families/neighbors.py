@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from ..ops import register_lowering
-from ..ordered_sum import running_sum
+from ..exact_sqrt import exact_sqrt
+from ..ordered_sum import numpy_sum, running_sum
 from ._constants import register_constant
 
 __all__ = ["KNeighborsNode", "RadiusNeighborsNode", "CentroidDiscriminantNode"]
@@ -31,7 +32,7 @@ class KNeighborsNode(nn.Module):
     def _setup(self, op):
         fit_X = torch.from_numpy(op.fit_X.copy())
         self.register_buffer("fit_X", fit_X)
-        norms = torch.sqrt(_row_norms(fit_X))
+        norms = exact_sqrt(_row_norms(fit_X))
         self.register_buffer("fit_normalized",
                              fit_X / torch.where(norms == 0, torch.ones_like(norms), norms)[:, None])
         if op.mode == "classifier":
@@ -49,7 +50,7 @@ class KNeighborsNode(nn.Module):
         # query equals a training row (which decides the distance weights), as in
         # scikit-learn, without depending on the two products' summation orders.
         if self.formula == "cosine":
-            norms = torch.sqrt(_row_norms(x))
+            norms = exact_sqrt(_row_norms(x))
             norms = torch.where(norms == 0, torch.ones_like(norms), norms)
             return torch.clamp(1.0 - (x / norms[:, None]) @ self.fit_normalized.T, 0.0, 2.0)
         acc = None
@@ -91,7 +92,7 @@ class KNeighborsNode(nn.Module):
             weights = torch.ones_like(chosen)
         else:
             if self.formula == "gemm" or self.metric == "euclidean":
-                dist = torch.sqrt(chosen)
+                dist = exact_sqrt(chosen)
             elif self.metric == "minkowski" and self.formula == "direct":
                 dist = torch.pow(chosen, 1.0 / self.p)
             else:
@@ -102,12 +103,13 @@ class KNeighborsNode(nn.Module):
                                   weights)
         terms = targets * weights[:, :, None]
         if self.mode == "regressor":
-            value = terms.sum(dim=1) / weights.sum(dim=1, keepdim=True)
+            # scikit-learn's np.sum over the neighbours, of the terms and of the weights
+            value = numpy_sum(terms, dim=1) / numpy_sum(weights, dim=1)[:, None]
             return value, value
         # scikit-learn adds each neighbour's weight to its class one neighbour after
         # another, nearest first; distance weights round differently in another order.
         summed = running_sum(terms, dim=1)
-        proba = summed / summed.sum(dim=1, keepdim=True)
+        proba = summed / numpy_sum(summed, dim=1)[:, None]
         label = torch.argmax(summed, dim=1).to(torch.float64)
         return proba, torch.cat([proba, label[:, None]], dim=1)
 
@@ -141,7 +143,7 @@ class RadiusNeighborsNode(KNeighborsNode):
             weights = inside
         else:
             if self.formula == "gemm" or self.metric == "euclidean":
-                dist = torch.sqrt(reduced)
+                dist = exact_sqrt(reduced)
             elif self.metric == "minkowski" and self.formula == "direct":
                 dist = torch.pow(reduced, 1.0 / self.p)
             else:

@@ -21,6 +21,8 @@ Candidates (``--candidates``, comma-separated):
                            tvm+ops (the tree walk as tensor ops, not one kernel),
                            torch.compile+ops (the same: Inductor's loops, not the C kernel),
                            torch.jit+ops (the same: the traced tensor ops, not the C kernel),
+                           onnx+leafids (TreeEnsemble giving each tree's leaf id in float32,
+                           the leaves gathered and added in tree order, for scalar leaves too),
                            tvm+parts (the walk kernel, run in cache-sized parts),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
@@ -107,6 +109,15 @@ def build(name, model, threads):
                 converted = woodstar.convert(model, backend, extra_config=config)
             finally:
                 tvm_backend.WHOLE_WALK_ON_CPU = _walk_kernels.WALK_KERNELS_ON_CPU = True
+        elif "leafids" in flags:  # ONNX-ML: leaf ids for every ensemble, not leaf sums
+            from woodstar.runtimes import onnx_ml
+            original = onnx_ml._sums_leaf_indices
+            onnx_ml._sums_leaf_indices = lambda ens, dtype: ens.single_output_block and (
+                dtype == "float64" or ens.n_nodes < onnx_ml.FLOAT32_EXACT_INTEGERS)
+            try:
+                converted = woodstar.convert(model, backend, extra_config=config)
+            finally:
+                onnx_ml._sums_leaf_indices = original
         elif "native" in flags:
             from woodstar.backends import tvm_backend
             original = tvm_backend._target

@@ -2,7 +2,9 @@
 (``runtimes/walk_ops.py``). Its raw sums are the tensor program's to the bit (the torch
 backend's program, same strategy) and its answers the source's; the operator really
 runs (the profiler sees it); parts it cannot take (categorical splits) keep the tensor
-ops; and without the kernels, or with them switched off, the answers do not change."""
+ops; and without the kernels, or with them switched off, the answers do not change.
+The last three hold for torch.jit too, whose running trace calls the same kernels
+(test_torchscript_tree_walk.py has its own checks)."""
 
 import numpy as np
 import pytest
@@ -23,12 +25,25 @@ OPERATOR_OF = {"perf_tree_trav": "woodstar::perfect_tree_walk",
 
 
 @pytest.fixture(autouse=True)
-def _needs_compile_and_kernels():
+def _needs_kernels():
+    if not walk_ops.available():
+        pytest.skip(walk_ops.unavailable_reason())
+
+
+@pytest.fixture(params=["torch.compile", "torch.jit"])
+def kernel_backend(request):
+    """A backend whose CPU program calls the walk kernels."""
+    available, reason = all_backends()[request.param].is_available()
+    if not available:
+        pytest.skip(reason)
+    return request.param
+
+
+@pytest.fixture
+def compile_backend_available():
     available, reason = all_backends()["torch.compile"].is_available()
     if not available:
         pytest.skip(reason)
-    if not walk_ops.available():
-        pytest.skip(walk_ops.unavailable_reason())
 
 
 def _strategies(converted):
@@ -43,7 +58,7 @@ def _operators_called(converted, rows):
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_lightgbm_multiclass_with_nan(rng, strategy):
+def test_lightgbm_multiclass_with_nan(rng, strategy, compile_backend_available):
     model, X = lightgbm_multiclass_nan(rng)
     ensemble = woodstar.convert(model, "torch").ir.graph.nodes_of("trees")[0].op
     X_test = edge_rows(ensemble, max(SIZES), rng, base=X)
@@ -54,7 +69,7 @@ def test_lightgbm_multiclass_with_nan(rng, strategy):
     assert_sums_and_answers(converted, model, strategy, X_test, SIZES)
 
 
-def test_forest_float64_rows_and_two_threads(rng):
+def test_forest_float64_rows_and_two_threads(rng, kernel_backend):
     from sklearn.ensemble import RandomForestRegressor
 
     X = rng.normal(size=(400, 4))
@@ -62,15 +77,15 @@ def test_forest_float64_rows_and_two_threads(rng):
     ensemble = woodstar.convert(model, "torch").ir.graph.nodes_of("trees")[0].op
     X_test = edge_rows(ensemble, 3000, rng, base=X, nan=False, inf=False)
     config = {"tree_implementation": "perf_tree_trav", "tree_op_precision_dtype": "float64"}
-    one = woodstar.convert(model, "torch.compile", extra_config={**config, "n_threads": 1})
-    two = woodstar.convert(model, "torch.compile", extra_config={**config, "n_threads": 2})
+    one = woodstar.convert(model, kernel_backend, extra_config={**config, "n_threads": 1})
+    two = woodstar.convert(model, kernel_backend, extra_config={**config, "n_threads": 2})
     np.testing.assert_array_equal(one.predict(X_test), two.predict(X_test))
     compare_outputs(two.predict(X_test), model.predict(X_test), "float64", "predict")
 
 
-def test_categorical_parts_keep_the_tensor_ops(sk_models):
+def test_categorical_parts_keep_the_tensor_ops(sk_models, kernel_backend):
     model, X = sk_models["hgb_cat_nan"]
-    converted = woodstar.convert(model, "torch.compile", extra_config={"tree_implementation": "tree_trav"})
+    converted = woodstar.convert(model, kernel_backend, extra_config={"tree_implementation": "tree_trav"})
     assert [s.walk_as_operator for s in _strategies(converted)] == [False]
     assert converted._programs["float32"].runs_tensor_ops is True
     assert _operators_called(converted, X[:5]) == set()
@@ -78,18 +93,19 @@ def test_categorical_parts_keep_the_tensor_ops(sk_models):
 
 
 @pytest.mark.parametrize("switch", ["off", "no kernels"])
-def test_without_the_kernels_the_walk_stays_tensor_ops(rng, monkeypatch, switch):
+def test_without_the_kernels_the_walk_stays_tensor_ops(rng, monkeypatch, switch, kernel_backend):
     from sklearn.ensemble import GradientBoostingClassifier
 
     X = rng.normal(size=(300, 4))
     model = GradientBoostingClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, X[:, 0] > 0)
-    with_kernel = woodstar.convert(model, "torch.compile", extra_config={"tree_implementation": "tree_trav"})
+    with_kernel = woodstar.convert(model, kernel_backend, extra_config={"tree_implementation": "tree_trav"})
     if switch == "off":
         monkeypatch.setattr(_walk_kernels, "WALK_KERNELS_ON_CPU", False)
     else:  # a machine where the C kernels did not build
         monkeypatch.setattr(walk_ops, "register_cpu_kernels", lambda: False)
-    without = woodstar.convert(model, "torch.compile", extra_config={"tree_implementation": "tree_trav"})
+    without = woodstar.convert(model, kernel_backend, extra_config={"tree_implementation": "tree_trav"})
     assert [s.walk_as_operator for s in _strategies(without)] == [False]
+    assert without._programs["float32"].runs_tensor_ops is True
     assert _operators_called(without, X[:5]) == set()
     X_test = rng.normal(size=(99, 4))
     np.testing.assert_array_equal(raw_sums(without, X_test), raw_sums(with_kernel, X_test))

@@ -2,8 +2,8 @@
 operator with a C kernel (``runtimes/walk_ops.py``), while ``model``, ``container=False``
 and the saved archive hold a trace of tensor ops only, which ``torch.jit.load`` runs in
 a process that never imported woodstar. The kernel trace's raw sums are the tensor
-program's to the bit and its answers the source's; categorical parts keep the tensor
-ops; without the kernels the answers do not change."""
+program's to the bit and its answers the source's. (Two threads, categorical parts and
+the kernels switched off: test_compile_tree_walk.py, for both backends.)"""
 
 import subprocess
 import sys
@@ -116,43 +116,9 @@ def test_the_saved_archive_runs_without_woodstar(rng, tmp_path):
     np.testing.assert_array_equal(raw_sums(loaded, rows), raw_sums(converted, rows))
 
 
-def test_float64_rows_and_two_threads(rng):
-    from sklearn.ensemble import RandomForestRegressor
-
-    X = rng.normal(size=(400, 4))
-    model = RandomForestRegressor(n_estimators=8, max_depth=6, random_state=0).fit(X, X[:, 0] - X[:, 2])
-    ensemble = woodstar.convert(model, "torch").ir.graph.nodes_of("trees")[0].op
-    X_test = edge_rows(ensemble, 3000, rng, base=X, nan=False, inf=False)
-    config = {"tree_implementation": "perf_tree_trav", "tree_op_precision_dtype": "float64"}
-    one = woodstar.convert(model, "torch.jit", extra_config={**config, "n_threads": 1})
-    two = woodstar.convert(model, "torch.jit", extra_config={**config, "n_threads": 2})
-    np.testing.assert_array_equal(one.predict(X_test), two.predict(X_test))
-    compare_outputs(two.predict(X_test), model.predict(X_test), "float64", "predict")
-
-
-def test_categorical_parts_keep_the_tensor_ops(sk_models):
-    model, X = sk_models["hgb_cat_nan"]
-    converted = woodstar.convert(model, "torch.jit", extra_config={"tree_implementation": "tree_trav"})
+def test_without_the_kernels_one_trace_serves_both(rng, monkeypatch):
+    monkeypatch.setattr(_walk_kernels, "WALK_KERNELS_ON_CPU", False)
+    model, X = forest_classifier(rng)
+    converted = woodstar.convert(model, "torch.jit")
     assert _graph_operators(_running_trace(converted)) == set()
-    assert converted._programs["float32"].runs_tensor_ops is True
-    compare_outputs(converted.predict_proba(X), model.predict_proba(X), "float32", "proba")
-
-
-@pytest.mark.parametrize("switch", ["off", "no kernels"])
-def test_without_the_kernels_the_walk_stays_tensor_ops(rng, monkeypatch, switch):
-    from sklearn.ensemble import GradientBoostingClassifier
-
-    X = rng.normal(size=(300, 4))
-    model = GradientBoostingClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, X[:, 0] > 0)
-    with_kernel = woodstar.convert(model, "torch.jit", extra_config={"tree_implementation": "tree_trav"})
-    if switch == "off":
-        monkeypatch.setattr(_walk_kernels, "WALK_KERNELS_ON_CPU", False)
-    else:  # a machine where the C kernels did not build
-        monkeypatch.setattr(walk_ops, "register_cpu_kernels", lambda: False)
-    without = woodstar.convert(model, "torch.jit", extra_config={"tree_implementation": "tree_trav"})
-    assert _graph_operators(_running_trace(without)) == set()
-    assert without._programs["float32"].runs_tensor_ops is True
-    assert without.model is _running_trace(without)  # one trace serves both
-    X_test = rng.normal(size=(99, 4))
-    np.testing.assert_array_equal(raw_sums(without, X_test), raw_sums(with_kernel, X_test))
-    np.testing.assert_array_equal(without.predict(X_test), model.predict(X_test))
+    assert converted.model is _running_trace(converted)

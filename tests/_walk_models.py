@@ -61,3 +61,17 @@ def assert_sums_and_answers(converted, model, strategy, X, sizes,
         for method in methods:
             compare_outputs(getattr(converted, method)(rows), getattr(model, method)(rows),
                             "float32", f"{method}, {n} rows", tolerance)
+
+
+STRATEGIES = ("perf_tree_trav", "tree_trav")
+OPERATOR_OF = {"perf_tree_trav": "woodstar::perfect_tree_walk",
+               "tree_trav": "woodstar::node_tree_walk"}
+"""The walk operator each traversal strategy exports."""
+
+
+def needs_walk_kernels():
+    """Skip where the walk operators' C kernels do not build (no C compiler)."""
+    from woodstar.runtimes import walk_ops
+
+    if not walk_ops.available():
+        pytest.skip(walk_ops.unavailable_reason())

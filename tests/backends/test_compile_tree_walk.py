@@ -16,18 +16,11 @@ from woodstar.lowering.trees._common import TreeStrategyBase
 from woodstar.runtimes import walk_ops
 
 from .._parity import compare_outputs, edge_rows
-from .._walk_models import assert_sums_and_answers, lightgbm_multiclass_nan, raw_sums
+from .._walk_models import (OPERATOR_OF, STRATEGIES, assert_sums_and_answers,
+                            lightgbm_multiclass_nan, needs_walk_kernels, raw_sums)
 
 SIZES = (1, 17, 203)
-STRATEGIES = ("perf_tree_trav", "tree_trav")
-OPERATOR_OF = {"perf_tree_trav": "woodstar::perfect_tree_walk",
-               "tree_trav": "woodstar::node_tree_walk"}
-
-
-@pytest.fixture(autouse=True)
-def _needs_kernels():
-    if not walk_ops.available():
-        pytest.skip(walk_ops.unavailable_reason())
+_needs_kernels = pytest.fixture(autouse=True)(needs_walk_kernels)
 
 
 @pytest.fixture(params=["torch.compile", "torch.jit"])

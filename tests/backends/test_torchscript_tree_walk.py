@@ -16,22 +16,14 @@ import torch
 import woodstar
 from woodstar.backends import _walk_kernels
 from woodstar.lowering.trees._common import TreeStrategyBase
-from woodstar.runtimes import walk_ops
 
 from .._parity import compare_outputs, edge_rows
-from .._walk_models import (assert_sums_and_answers, forest_classifier, lightgbm_multiclass_nan,
-                            raw_sums, xgboost_missing_range)
+from .._walk_models import (OPERATOR_OF, STRATEGIES, assert_sums_and_answers, forest_classifier,
+                            lightgbm_multiclass_nan, needs_walk_kernels, raw_sums,
+                            xgboost_missing_range)
 
 SIZES = (1, 17, 203)
-STRATEGIES = ("perf_tree_trav", "tree_trav")
-OPERATOR_OF = {"perf_tree_trav": "woodstar::perfect_tree_walk",
-               "tree_trav": "woodstar::node_tree_walk"}
-
-
-@pytest.fixture(autouse=True)
-def _needs_kernels():
-    if not walk_ops.available():
-        pytest.skip(walk_ops.unavailable_reason())
+_needs_kernels = pytest.fixture(autouse=True)(needs_walk_kernels)
 
 
 def _graph_operators(script_module):

@@ -48,13 +48,12 @@ class TorchScriptRunner(TorchRunner):
     def __init__(self, module, options, device, portable=None):
         device = torch.device(device)
         module = module.to(device)
+        example = _example(module)
         with torch_threads(options.n_threads):
             with walks_in_kernels(module, device) as every_walk:
-                kernels = any_walk_as_operator(module)
-                fast = trace(module, _example(module), device) if kernels else None
-            if fast is None:
-                fast = portable if portable is not None else trace(module, _example(module), device)
-                portable = fast
+                fast = trace(module, example, device) if any_walk_as_operator(module) else None
+            if fast is None:  # the walks stay tensor ops: one trace serves both
+                fast = portable = portable if portable is not None else trace(module, example, device)
         super().__init__(module, options, device, model=fast)
         # A program whose every walk is one kernel call has no rows x trees temporaries:
         # large calls run whole, the kernel splits rows between threads itself.

@@ -1,8 +1,8 @@
 """A float64 square root rounded to nearest, as NumPy's and the C library's.
 
 Torch's vectorised ``sqrt`` calls the platform's vector math library, which on some
-CPUs (MKL on Intel) returns a neighbour of the nearest double for about 1 input in
-130. A lowering whose source takes a square root it then divides by (scikit-learn's
+CPUs (MKL on Intel) returns a neighbour of the nearest double for some inputs. A
+lowering whose source takes a square root it then divides by (scikit-learn's
 distance weights) would then differ in the last bit. ``exact_sqrt`` takes Torch's
 root ``s`` (within one unit in the last place) and moves it to a neighbour when ``x``
 lies beyond the square of the midpoint between them, computed without rounding:

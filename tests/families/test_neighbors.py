@@ -270,6 +270,22 @@ def test_integer_features_match_wherever_the_kth_distance_is_not_tied(algorithm,
     assert undetermined > 0  # the data did tie at the k-th place
 
 
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_regressor_means_add_in_scikit_learns_order(weights, n_outputs, rng):
+    """Real-valued targets, 12 neighbours: the Torch program's means equal scikit-learn's
+    bit for bit. Uniform weights take np.mean over a (rows, k, outputs) array, which adds
+    the neighbours one after another with several outputs and pairwise with one;
+    distance weights take np.sum over (rows, k) per output, pairwise."""
+    X = rng.normal(size=(300, 4))
+    y = rng.normal(size=(300, n_outputs)) * 10.0 ** rng.integers(-3, 4, size=(300, n_outputs))
+    model = KNeighborsRegressor(12, weights=weights, algorithm="kd_tree").fit(
+        X, y[:, 0] if n_outputs == 1 else y)
+    Q = rng.normal(size=(500, 4))
+    converted = woodstar.convert(model, "torch", extra_config={"cpu_route": "program"})
+    np.testing.assert_array_equal(converted.predict(Q), model.predict(Q))
+
+
 def test_pipeline(data, rng):
     X, y, _ = data
     Q = _queries(rng, X)

@@ -103,8 +103,14 @@ class KNeighborsNode(nn.Module):
                                   weights)
         terms = targets * weights[:, :, None]
         if self.mode == "regressor":
-            # scikit-learn's np.sum over the neighbours, of the terms and of the weights
-            value = numpy_sum(terms, dim=1) / numpy_sum(weights, dim=1)[:, None]
+            # scikit-learn: uniform weights, np.mean over a (rows, k, outputs) array, which
+            # adds the neighbours one after another when there are several outputs and
+            # pairwise with one; distance weights, np.sum over (rows, k) per output.
+            if self.weights == "uniform" and self.width > 1:
+                total = running_sum(terms, dim=1)
+            else:
+                total = numpy_sum(terms, dim=1)
+            value = total / numpy_sum(weights, dim=1)[:, None]
             return value, value
         # scikit-learn adds each neighbour's weight to its class one neighbour after
         # another, nearest first; distance weights round differently in another order.

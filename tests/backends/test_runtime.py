@@ -332,33 +332,86 @@ def test_tvm_max_fuse_depth_and_padding(sk_models, rng):
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
 
 
-def test_tvm_pool_size_and_the_callers_cpus():
-    """The first ``n_threads`` sizes TVM's pool through ``TVM_NUM_THREADS`` (read when
-    the pool starts); a second size resizes it with ``config_threadpool``, which binds
-    the calling thread to one core: every thread started from it afterwards (Torch's
-    pool included) would share that core, so the runner gives the CPUs back. Checked
-    in a fresh process: the pool starts once per process."""
+def _tvm_pool_check(code):
+    """Run ``code`` in a fresh process (TVM's pools start once per thread and process)
+    and return its printed lines."""
     if not all_backends()["tvm"].is_available()[0]:
         pytest.skip("tvm not available")
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs a CPU set of two or more CPUs (Linux)")
-    code = ("import os, numpy as np, woodstar\n"
-            "from sklearn.ensemble import RandomForestRegressor\n"
-            "X = np.random.default_rng(0).normal(size=(2000, 4))\n"
-            "m = RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, X[:, 0])\n"
-            "os.environ.pop('TVM_NUM_THREADS', None)\n"
-            "before = os.sched_getaffinity(0)\n"
-            "one = woodstar.convert(m, 'tvm', extra_config={'n_threads': 1})\n"
-            "print(os.environ.get('TVM_NUM_THREADS'))\n"
-            "two = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
-            "assert (one.predict(X) == two.predict(X)).all()\n"
-            "print(sorted(before))\n"
-            "print(sorted(os.sched_getaffinity(0)))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, TVM_THREAD_POOL_SPIN_COUNT="0")  # idle workers take no CPU
+    env.pop("TVM_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    pool, before, after = out.stdout.strip().splitlines()[-3:]
-    assert pool == "1"
+    return out.stdout.strip().splitlines()
+
+
+def test_tvm_pool_size_and_the_callers_cpus():
+    """The first ``n_threads`` starts TVM's pools with a worker per logical CPU
+    (``TVM_NUM_THREADS``, read when a pool starts), so that ``config_threadpool`` can
+    give any later model its own size; ``config_threadpool`` binds the calling thread to
+    one core, and every thread started from it afterwards (Torch's pool included) would
+    share that core, so the runner gives the CPUs back."""
+    pool, before, after = _tvm_pool_check(
+        "import os, numpy as np, woodstar\n"
+        "from sklearn.ensemble import RandomForestRegressor\n"
+        "X = np.random.default_rng(0).normal(size=(2000, 4))\n"
+        "m = RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, X[:, 0])\n"
+        "before = os.sched_getaffinity(0)\n"
+        "one = woodstar.convert(m, 'tvm', extra_config={'n_threads': 1})\n"
+        "print(os.environ.get('TVM_NUM_THREADS'))\n"
+        "two = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
+        "assert (one.predict(X) == two.predict(X)).all()\n"
+        "print(sorted(before))\n"
+        "print(sorted(os.sched_getaffinity(0)))\n")[-3:]
+    assert int(pool) == len(before.strip("[]").split(","))
     assert before == after, f"the caller's CPUs changed from {before} to {after}"
+
+
+def test_tvm_models_of_different_thread_counts_in_one_process():
+    """A model converted with ``n_threads=2`` after one with ``n_threads=1`` runs its
+    calls on two threads, and the first model still on one, in the converting thread
+    and in another Python thread (TVM's pools are per thread). Read from the CPU time
+    each OS thread of the process gains during the calls, not from timings: with two
+    threads the call's rows are split in halves, so the two busiest threads each gain
+    a good part of it."""
+    lines = _tvm_pool_check(
+        "import os, threading, numpy as np, woodstar\n"
+        "from sklearn.ensemble import RandomForestRegressor\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.normal(size=(200_000, 8)).astype(np.float32)\n"
+        "m = RandomForestRegressor(n_estimators=40, max_depth=10, random_state=0)"
+        ".fit(X[:4000], X[:4000, 0] + rng.normal(size=4000))\n"
+        "one = woodstar.convert(m, 'tvm', extra_config={'n_threads': 1})\n"
+        "two = woodstar.convert(m, 'tvm', extra_config={'n_threads': 2})\n"
+        "def ticks():\n"
+        "    out = {}\n"
+        "    for tid in os.listdir('/proc/self/task'):\n"
+        "        try:\n"
+        "            fields = open(f'/proc/self/task/{tid}/stat').read().rsplit(')', 1)[1].split()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        out[tid] = int(fields[11]) + int(fields[12])  # utime + stime\n"
+        "    return out\n"
+        "def shares(model):\n"
+        "    model.predict(X[:100])\n"
+        "    before = ticks()\n"
+        "    for _ in range(8):\n"
+        "        model.predict(X)\n"
+        "    gained = sorted((t - before.get(tid, 0) for tid, t in ticks().items()), reverse=True)\n"
+        "    print(sum(gained), gained[0] / sum(gained), gained[1] / sum(gained))\n"
+        "for model in (two, one, two):\n"
+        "    shares(model)\n"
+        "worker = threading.Thread(target=lambda: [shares(model) for model in (one, two)])\n"
+        "worker.start(); worker.join()\n")
+    results = [tuple(float(v) for v in line.split()) for line in lines[-5:]]
+    for (total, first, second), threads in zip(results, (2, 1, 2, 1, 2)):
+        assert total >= 20, f"too little CPU time to read ({total} ticks)"
+        if threads == 2:
+            assert second >= 0.25, f"two threads asked, the second busiest did {second:.0%}"
+        else:
+            assert first >= 0.85, f"one thread asked, the busiest did only {first:.0%}"
 
 
 @onnx_only

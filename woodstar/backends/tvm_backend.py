@@ -16,14 +16,16 @@
   size and the padding's outputs are dropped, as Hummingbird's TVM backend does. The
   compiled program takes any batch size, so this is needed only to run every call at
   one shape (steady timings).
-* Threads: TVM's CPU thread pool is process-wide; TVM has no per-call setting and no
-  way to read the current one back. The first TVM model woodstar converts in a process
-  sizes the pool when it starts: its ``n_threads`` (``TVM_NUM_THREADS``, set in the
-  process's environment before that compile), or TVM's default without one (half the
-  logical CPUs on x86). A model converted later with another ``n_threads`` resizes it
-  with ``config_threadpool``, whose threads measured no faster than one. A pool started
-  by other TVM code before woodstar's first compile keeps its size. The torch setting
-  is not touched.
+* Threads: TVM keeps one CPU thread pool per calling thread, started at that thread's
+  first parallel loop with ``TVM_NUM_THREADS`` workers; TVM has no per-call setting and
+  no way to read the current one back. ``config_threadpool`` chooses how many of a
+  pool's workers a call uses, never more than it started with. So before the first
+  TVM compile in a process that names ``n_threads``, woodstar sets ``TVM_NUM_THREADS``
+  to the larger of ``n_threads`` and the logical CPUs (every later pool can then take
+  any size up to them), and before a compile or call it gives the calling thread's
+  pool the model's ``n_threads`` wherever that pool last had another. Without
+  ``n_threads`` nothing is set (TVM's default: half the logical CPUs on x86). A pool
+  started by other TVM code keeps its workers. The torch setting is not touched.
 * ``config_threadpool`` binds the calling thread to one core, and every thread the
   caller starts afterwards (Torch's and OpenMP's pools included) would inherit that
   single core; the calling thread gets its CPU set back right after it.
@@ -46,6 +48,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import warnings
 
 import torch
@@ -208,29 +211,33 @@ def _compile_tvm(module, options, device):
         return tvm.compile(ir_module, target=target)
 
 
-_POOL = {"threads": None, "started": False}
+_POOL = {"started": False}
+_CALLER_POOL = threading.local()  # ``threads``: the size this thread's pool last got
 
 
 def _configure_threads(n_threads):
-    """Size TVM's pool for ``n_threads`` before woodstar's compile or call. The pool
-    starts at its first parallel loop (a compile's constant folding or a call) and reads
-    ``TVM_NUM_THREADS`` then, so the first TVM model woodstar handles in a process sets
-    it. ``runtime.config_threadpool`` resizes a started pool, but its threads then no
-    longer share the work (a 2-thread walk ran no faster than one thread:
-    benchmarks/notes.md), so it serves only a later, different size."""
-    if n_threads is not None and n_threads != _POOL["threads"]:
-        if not _POOL["started"]:
-            os.environ["TVM_NUM_THREADS"] = str(n_threads)
-        else:
-            import tvm
+    """Give the calling thread's TVM pool ``n_threads`` workers before woodstar's compile
+    or call. The first call in a process, before any pool starts (a compile's constant
+    folding or a call starts one), sets how many workers every pool starts with; a pool
+    started with fewer workers than ``config_threadpool`` asks for keeps using the ones
+    it has (a second size then ran no faster than the first: benchmarks/notes.md)."""
+    if not _POOL["started"]:
+        _POOL["started"] = True
+        if n_threads is not None:
+            os.environ["TVM_NUM_THREADS"] = str(max(n_threads, _logical_cpus()))
+    if n_threads is not None and getattr(_CALLER_POOL, "threads", None) != n_threads:
+        import tvm
 
-            cpus = _caller_cpus()
-            try:
-                tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
-            finally:
-                _restore_caller_cpus(cpus)  # it binds the caller to one core
-        _POOL["threads"] = n_threads
-    _POOL["started"] = True
+        cpus = _caller_cpus()
+        try:
+            tvm.get_global_func("runtime.config_threadpool")(0, n_threads)
+        finally:
+            _restore_caller_cpus(cpus)  # it binds the caller to one core
+        _CALLER_POOL.threads = n_threads
+
+
+def _logical_cpus():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _caller_cpus():

@@ -278,6 +278,33 @@ def test_a_fallback_needs_evidence_at_every_point_of_its_region():
 
 
 
+@pytest.mark.parametrize("order", [("a8", "b8"), ("b8", "a8")])
+def test_a_depth_where_models_disagree_is_not_swallowed_by_the_region_below(order):
+    """Two depth-8 models: the perfect-tree walk ties on one and is clearly slower on the
+    other. The shallow models' region ends below depth 8 whichever is named first (the
+    depth's points join or leave a region together), so no region holds a point where
+    another strategy is clearly faster."""
+    from woodstar.lowering._routing_evidence import routing_entries
+
+    def cell(model, strategy, median):
+        return {"model": model, "threads": 1, "batch": 1000, "kind": "woodstar",
+                "backend": "torch.jit", "strategy": strategy, "status": "ok",
+                "median_s": median, "mad_s": 0.0}
+
+    tie, slower = order
+    results = {"models": {"d3": {"max_depth": 3}, "d5": {"max_depth": 5},
+                          tie: {"max_depth": 8}, slower: {"max_depth": 8}},
+               "cells": [cell("d3", "perf_tree_trav", 1.0), cell("d3", "tree_trav", 2.0),
+                         cell("d5", "perf_tree_trav", 1.0), cell("d5", "tree_trav", 1.5),
+                         cell(tie, "perf_tree_trav", 1.05), cell(tie, "tree_trav", 1.0),
+                         cell(slower, "perf_tree_trav", 1.2), cell(slower, "tree_trav", 1.0)]}
+    (entry,) = routing_entries(results, backend="torch.jit")
+    shallow, deep = entry["regions"]
+    assert (shallow["depth_le"], shallow["strategy"], shallow["unanimous"]) == (5, "perf_tree_trav", True)
+    assert (deep["depth_le"], deep["strategy"], deep["unanimous"]) == (None, "tree_trav", True)
+    assert sorted(deep["evidence"]) == sorted(order)
+
+
 def test_a_backend_with_its_own_entries_reads_them_not_torchs():
     own = {"device": "cpu", "backend": "torch.jit", "threads": 1, "batch": 1000, "regions": [
         _region(None, "tree_trav", ["tree_trav", "perf_tree_trav"])]}

@@ -87,16 +87,18 @@ def routing_entries(results, backend="torch", device="cpu"):
             points.sort(key=lambda p: (p[0], p[1]))
             regions, group, alive = [], [], None
             stamps = measured[(t, b)]
-            for point in points:
-                # Points at one depth cannot be split by a depth threshold: keep them together.
-                same_depth = group and group[-1][0] == point[0]
-                survivors = point[3] if alive is None else alive & point[3]
-                if survivors or same_depth:
-                    group.append(point)
+            # Points at one depth cannot be split by a depth threshold: they join or
+            # leave a region together.
+            for depth in sorted({p[0] for p in points}):
+                level = [p for p in points if p[0] == depth]
+                tied = set.intersection(*(p[3] for p in level))
+                survivors = tied if alive is None else alive & tied
+                if survivors or not group:
+                    group += level
                     alive = survivors
                     continue
                 regions.append(_region(group, alive, stamps))
-                group, alive = [point], point[3]
+                group, alive = level, tied
             regions.append(_region(group, alive, stamps))
             for lower in regions[:-1]:
                 lower["depth_le"] = lower["depth_max"]

@@ -24,6 +24,8 @@ Candidates (``--candidates``, comma-separated):
                            onnx+leafids (TreeEnsemble giving each tree's leaf id in float32,
                            the leaves gathered and added in tree order, for scalar leaves too),
                            tvm+parts (the walk kernel, run in cache-sized parts),
+                           torch.jit+scalar, torch.compile+scalar (the walk operators' C
+                           kernel without its AVX-512 walk of shallow perfect trees),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
 A candidate whose call is projected (from its median at the previous batch) to take
@@ -138,10 +140,25 @@ def build(name, model, threads):
     except Exception as error:  # noqa: BLE001  (recorded as a refused cell)
         raise Refused(f"{type(error).__name__}: {str(error)[:300]}") from None
     program = converted._programs.get("float32")
+    predict = converted.predict_proba
+    if "scalar" in flags:  # the operators' kernel without its SIMD walk, around each call
+        predict = _without_operator_simd(predict)
     details = {"convert_s": round(seconds, 2),
                "strategy": getattr(getattr(program, "module", None), "strategy", None),
                "exporter": getattr(program, "exporter", None), "route": converted.route}
-    return converted.predict_proba, details
+    return predict, details
+
+
+def _without_operator_simd(predict):
+    from woodstar.runtimes import walk_ops
+
+    def call(X):
+        walk_ops.limit_simd_walk(None)
+        try:
+            return predict(X)
+        finally:
+            walk_ops.limit_simd_walk("avx512")
+    return call
 
 
 def _native_target(original):

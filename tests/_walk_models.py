@@ -15,6 +15,24 @@ def forest_classifier(rng):
     return RandomForestClassifier(n_estimators=12, max_depth=6, random_state=0).fit(X, y), X
 
 
+def gradient_boosting_depth3(rng):
+    """Shallow trees, one output: what the walk kernels' SIMD path takes."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X = rng.normal(size=(400, 5))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    return GradientBoostingClassifier(n_estimators=9, max_depth=3, random_state=0).fit(X, y), X
+
+
+def gradient_boosting_multiclass_depth5(rng):
+    """Shallow trees up to the SIMD path's depth, their leaves spread over three outputs."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X = rng.normal(size=(400, 5))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3)
+    return GradientBoostingClassifier(n_estimators=4, max_depth=5, random_state=0).fit(X, y), X
+
+
 def xgboost_missing_range(rng):
     """``missing=-1``: the input is widened to four blocks of columns."""
     xgboost = pytest.importorskip("xgboost")

@@ -1,7 +1,8 @@
 """The tree-walk operators' C kernels (``runtimes/walk_ops.c``) return what the
 operators' tensor bodies return, bit for bit: rows on the thresholds and one float32 step
 away, NaN, +-inf, a missing range, several outputs, float32 and float64, batches shorter
-than, equal to and just past the row block, and one or two threads."""
+than, equal to and just past the row block, and one or two threads; perfect
+trees of depth <= 8 with and without the AVX-512 walk."""
 
 import numpy as np
 import pytest
@@ -14,7 +15,10 @@ from woodstar.lowering.trees.walk_op import node_walk_sums, perfect_walk_sums
 from woodstar.runtimes import walk_ops
 
 from .._parity import edge_rows
-from .._walk_models import forest_classifier, lightgbm_multiclass_nan, xgboost_missing_range
+from .._walk_models import (
+    forest_classifier, gradient_boosting_depth3, gradient_boosting_multiclass_depth5,
+    lightgbm_multiclass_nan, xgboost_missing_range,
+)
 
 SIZES = (1, 15, 16, 17, 203, 1000)
 
@@ -30,7 +34,9 @@ def _ensemble(model):
 
 
 MODELS = {"forest": forest_classifier, "xgboost_missing_range": xgboost_missing_range,
-          "lightgbm_multiclass": lightgbm_multiclass_nan}
+          "lightgbm_multiclass": lightgbm_multiclass_nan,
+          "gradient_boosting_depth3": gradient_boosting_depth3,
+          "gradient_boosting_multiclass_depth5": gradient_boosting_multiclass_depth5}
 
 
 def _both_walks(ensemble, dtype, x):
@@ -65,6 +71,53 @@ def test_kernels_equal_the_tensor_bodies(rng, name, dtype):
                     # Bits, signs of zero included.
                     np.testing.assert_array_equal(kernel.numpy().view(np.int64),
                                                   body.numpy().view(np.int64),
+                                                  err_msg=f"{n} rows, {n_threads} threads")
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _forest_depth8(rng):
+    """Levels of 32, 64 and 128 nodes: the SIMD walk's pairs of registers."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    X = rng.normal(size=(3000, 6))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=3000)
+    return RandomForestRegressor(n_estimators=5, max_depth=8, random_state=0).fit(X, y), X
+
+
+SIMD_MODELS = {**MODELS, "forest_depth8": _forest_depth8}
+
+
+@pytest.mark.parametrize("name", ["gradient_boosting_depth3", "gradient_boosting_multiclass_depth5",
+                                  "lightgbm_multiclass", "forest", "forest_depth8"])
+def test_perfect_trees_give_the_same_bits_with_and_without_simd(rng, name):
+    """Blocks of 64 float32 rows of trees of depth <= 8 take the AVX-512 walk, the rest
+    the scalar one: sums equal the scalar walk's and the tensor body's, at sizes around
+    the block, with NaN and +-inf, on one and two threads."""
+    if walk_ops.simd_walk() is None:
+        pytest.skip("this CPU has no AVX-512: the scalar walk takes every row")
+    model, X = SIMD_MODELS[name](rng)
+    walk = PerfectTreeTraversalTrees(_ensemble(model), "float32")
+    assert walk.depth <= 8
+    if name == "forest_depth8":
+        assert walk.depth == 8
+    args = (walk.level_columns, walk.level_thresholds, walk.leaf_table, walk.n_trees, walk.depth)
+    rows = edge_rows(_ensemble(model), 1000, rng, base=X)
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            for n in (63, 64, 65, 130, 1000):
+                wide = walk.widen(torch.from_numpy(rows[:n].astype(np.float32)))
+                simd = walk_ops.perfect_walk(wide, *args)
+                walk_ops.limit_simd_walk(None)
+                try:
+                    scalar = walk_ops.perfect_walk(wide, *args)
+                finally:
+                    walk_ops.limit_simd_walk("avx512")
+                body = perfect_walk_sums(wide, *args)
+                for other in (scalar, body):
+                    np.testing.assert_array_equal(simd.numpy().view(np.int64), other.numpy().view(np.int64),
                                                   err_msg=f"{n} rows, {n_threads} threads")
     finally:
         torch.set_num_threads(threads)

@@ -6,12 +6,18 @@
  * so that their loads overlap; each row's leaves are added tree after tree from -0.0
  * (x + -0.0 is x, the sign of zero included), which is the running sum of the tensor
  * program. A comparison with NaN is false, as torch.le's is. Large calls split their
- * rows over threads.
+ * rows over threads. On a CPU with AVX-512 (asked at run time; the build needs only the
+ * compiler's intrinsics), float32 perfect trees of depth <= SIMD_MAX_DEPTH (8) walk 16
+ * rows per vector (perfect_f32_avx512_block below).
  *
  * No -ffast-math: it would break the NaN comparisons.
  */
 #include <pthread.h>
 #include <stdint.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX512_DISPATCH 1
+#endif
 
 #define ROWS 16
 #define MAX_THREADS 256
@@ -110,6 +116,130 @@ DEFINE_PERFECT(perfect_f64, double)
 DEFINE_NODE(node_f32, float)
 DEFINE_NODE(node_f64, double)
 
+/* Perfect trees of depth <= SIMD_MAX_DEPTH with float32 input, on a CPU with AVX-512:
+ * a block of SIMD_ROWS rows walks one tree at a time as SIMD_VECTORS vectors of 16 rows,
+ * walked together so that their gathers overlap. A level's nodes are picked by the rows'
+ * positions from registers: up to 16 nodes from one register each for columns and
+ * thresholds, larger levels 32 at a time from pairs of registers (as the compiled walk's
+ * complete-tree copies do); only the rows' values are gathered. The comparison is
+ * ordered (false with NaN, as in the scalar walk), and each row's leaves are added tree
+ * after tree to its sum started at -0.0, so the sums are the scalar blocks' bit for bit.
+ * The rows of a range past its last full block take the scalar walk. */
+#define SIMD_MAX_DEPTH 8
+#define SIMD_VECTORS 4
+#define SIMD_ROWS (16 * SIMD_VECTORS)
+#define SIMD_NONE 0
+#define SIMD_AVX512 2   /* the values of c_walk.c's woodstar_simd_walk */
+static int simd_support = -1;  /* unknown yet; then SIMD_* */
+
+int64_t woodstar_walk_ops_simd(void)
+{
+#ifdef HAVE_AVX512_DISPATCH
+    if (simd_support < 0)
+        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512 : SIMD_NONE;
+#endif
+    return simd_support < 0 ? SIMD_NONE : simd_support;
+}
+
+/* Walk with at most ``level`` (tests check both forms on one CPU); returns the form now
+ * taken. */
+int64_t woodstar_walk_ops_limit_simd(int64_t level)
+{
+    simd_support = -1;
+    const int64_t widest = woodstar_walk_ops_simd();
+    simd_support = (int)(level < widest ? level : widest);
+    return simd_support;
+}
+
+#ifdef HAVE_AVX512_DISPATCH
+__attribute__((target("avx512f")))
+static void perfect_f32_avx512_block(const walk_spec *s, int64_t b, double *out)
+{
+    const float *xb = (const float *)s->wide + b * s->n_cols;
+    const float *thresholds = (const float *)s->thresholds;
+    const int64_t n_trees = s->n_trees, depth = s->steps, width = s->width;
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i row_at[SIMD_VECTORS], p[SIMD_VECTORS];
+    for (int k = 0; k < SIMD_VECTORS; ++k)
+        row_at[k] = _mm512_mullo_epi32(_mm512_add_epi32(lanes, _mm512_set1_epi32(16 * k)),
+                                       _mm512_set1_epi32((int)s->n_cols));
+    double *sums = out + b * width;
+    start_sums(sums, SIMD_ROWS, width);
+    for (int64_t t = 0; t < n_trees; ++t) {
+        for (int k = 0; k < SIMD_VECTORS; ++k) p[k] = _mm512_setzero_si512();
+        for (int64_t d = 0; d < depth; ++d) {  /* p: the row's position within the level */
+            const int64_t count = INT64_C(1) << d;
+            const int64_t first = n_trees * (count - 1) + t * count;
+            __m512i column[SIMD_VECTORS];
+            __m512 threshold[SIMD_VECTORS];
+            if (count <= 16) {  /* the level in one register */
+                const __mmask16 level = (__mmask16)((1u << count) - 1);
+                const __m512i columns = _mm512_maskz_loadu_epi32(level, s->columns + first);
+                const __m512 level_thresholds = _mm512_maskz_loadu_ps(level, thresholds + first);
+                for (int k = 0; k < SIMD_VECTORS; ++k) {
+                    column[k] = _mm512_permutexvar_epi32(p[k], columns);
+                    threshold[k] = _mm512_permutexvar_ps(p[k], level_thresholds);
+                }
+            } else {  /* 32 nodes per pair of registers, the pair chosen by p / 32 */
+                for (int k = 0; k < SIMD_VECTORS; ++k) {
+                    column[k] = _mm512_setzero_si512();
+                    threshold[k] = _mm512_setzero_ps();
+                }
+                for (int64_t c = 0; c < count / 32; ++c) {
+                    const int32_t *cc = s->columns + first + 32 * c;
+                    const float *tc = thresholds + first + 32 * c;
+                    const __m512i c0 = _mm512_loadu_si512((const void *)cc);
+                    const __m512i c1 = _mm512_loadu_si512((const void *)(cc + 16));
+                    const __m512 t0 = _mm512_loadu_ps(tc), t1 = _mm512_loadu_ps(tc + 16);
+                    for (int k = 0; k < SIMD_VECTORS; ++k) {
+                        const __mmask16 here = _mm512_cmpeq_epi32_mask(
+                            _mm512_srli_epi32(p[k], 5), _mm512_set1_epi32((int)c));
+                        column[k] = _mm512_mask_mov_epi32(column[k], here,
+                                                          _mm512_permutex2var_epi32(c0, p[k], c1));
+                        threshold[k] = _mm512_mask_mov_ps(threshold[k], here,
+                                                          _mm512_permutex2var_ps(t0, p[k], t1));
+                    }
+                }
+            }
+            for (int k = 0; k < SIMD_VECTORS; ++k) {
+                const __m512 v = _mm512_i32gather_ps(_mm512_add_epi32(row_at[k], column[k]), xb, 4);
+                const __mmask16 le = _mm512_cmp_ps_mask(v, threshold[k], _CMP_LE_OQ);
+                const __m512i twice = _mm512_slli_epi32(p[k], 1);
+                p[k] = _mm512_mask_add_epi32(twice, le, twice, _mm512_set1_epi32(1));
+            }
+        }
+        const double *leaves = s->leaves + (t << depth) * width;
+        if (width == 1) {
+            for (int k = 0; k < SIMD_VECTORS; ++k) {
+                double *a = sums + 16 * k;
+                _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a),
+                    _mm512_i32gather_pd(_mm512_castsi512_si256(p[k]), leaves, 8)));
+                _mm512_storeu_pd(a + 8, _mm512_add_pd(_mm512_loadu_pd(a + 8),
+                    _mm512_i32gather_pd(_mm512_extracti64x4_epi64(p[k], 1), leaves, 8)));
+            }
+        } else {
+            int64_t leaf[SIMD_ROWS];
+            int32_t at[16];
+            for (int k = 0; k < SIMD_VECTORS; ++k) {
+                _mm512_storeu_si512((void *)at, p[k]);
+                for (int r = 0; r < 16; ++r) leaf[16 * k + r] = at[r];
+            }
+            add_leaves(sums, SIMD_ROWS, width, leaves, leaf);
+        }
+    }
+}
+#endif
+
+/* Full blocks on the AVX-512 walk, then the scalar walk for the rest of the range. */
+static void perfect_f32_simd_rows(const walk_spec *s, int64_t start, int64_t stop, double *out)
+{
+    int64_t b = start;
+#ifdef HAVE_AVX512_DISPATCH
+    for (; b + SIMD_ROWS <= stop; b += SIMD_ROWS) perfect_f32_avx512_block(s, b, out);
+#endif
+    if (b < stop) perfect_f32(s, b, stop, out);
+}
+
 typedef struct {
     const walk_spec *s;
     int64_t start, stop;
@@ -161,7 +291,10 @@ static int64_t run(const walk_spec *s, int64_t n_rows, double *out, int64_t n_th
 int64_t woodstar_perfect_walk(const walk_spec *s, int64_t f64, int64_t n_rows, double *out,
                               int64_t n_threads)
 {
-    return run(s, n_rows, out, n_threads, f64 ? perfect_f64 : perfect_f32);
+    /* The SIMD walk's gathers index a block's rows with 32-bit offsets. */
+    const int simd = !f64 && s->steps <= SIMD_MAX_DEPTH && s->n_cols <= INT32_MAX / SIMD_ROWS
+                     && woodstar_walk_ops_simd() == SIMD_AVX512;
+    return run(s, n_rows, out, n_threads, f64 ? perfect_f64 : simd ? perfect_f32_simd_rows : perfect_f32);
 }
 
 int64_t woodstar_node_walk(const walk_spec *s, int64_t f64, int64_t n_rows, double *out,

@@ -7,7 +7,9 @@ their tensor bodies return, bit for bit: the same comparisons in the input's dty
 leaves added in float64 tree after tree. They are registered as the operators' CPU
 implementation by ``register_cpu_kernels()``, once the library has built; other devices
 keep the tensor bodies. Threads: ``torch.get_num_threads()`` at the call (the runner
-sets it from ``n_threads``), and none below 64 rows per thread.
+sets it from ``n_threads``), and none below 64 rows per thread. On a CPU with AVX-512,
+perfect trees of depth 8 or less walk 16 float32 rows per vector (``simd_walk()`` says
+whether this CPU does; ``limit_simd_walk(None)`` turns it off, for tests and benchmarks).
 """
 
 import ctypes
@@ -19,7 +21,8 @@ import torch
 from ..lowering.trees.walk_op import node_tree_walk, perfect_tree_walk
 from ._native import NativeLibrary
 
-__all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk"]
+__all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk",
+           "simd_walk", "limit_simd_walk"]
 
 
 class _WalkSpec(ctypes.Structure):  # ``walk_spec`` in walk_ops.c
@@ -39,6 +42,9 @@ def _setup(lib):
         fn.restype = ctypes.c_int64
         fn.argtypes = [ctypes.POINTER(_WalkSpec), ctypes.c_int64, ctypes.c_int64,
                        ctypes.c_void_p, ctypes.c_int64]
+    lib.woodstar_walk_ops_simd.restype = ctypes.c_int64
+    lib.woodstar_walk_ops_limit_simd.restype = ctypes.c_int64
+    lib.woodstar_walk_ops_limit_simd.argtypes = [ctypes.c_int64]
 
 
 _LIBRARY = NativeLibrary(Path(__file__).with_name("walk_ops.c"),
@@ -46,6 +52,26 @@ _LIBRARY = NativeLibrary(Path(__file__).with_name("walk_ops.c"),
                          "the tree-walk operators' C kernels")
 _REGISTER_LOCK = threading.Lock()
 _registered = False
+
+
+SIMD_WALKS = {0: None, 2: "avx512"}  # SIMD_* in walk_ops.c (c_walk.c's values)
+
+
+def simd_walk():
+    """"avx512" where perfect trees of depth 8 or less walk 16 rows per vector, else None (also
+    where the library does not build)."""
+    lib = _LIBRARY.load()
+    return None if lib is None else SIMD_WALKS[int(lib.woodstar_walk_ops_simd())]
+
+
+def limit_simd_walk(name):
+    """Walk with at most ``name`` ("avx512" or None) from now on, in this process (for
+    tests and A/B timing: both forms give the same sums); returns the form taken."""
+    lib = _LIBRARY.load()
+    if lib is None:
+        return None
+    level = {value: key for key, value in SIMD_WALKS.items()}[name]
+    return SIMD_WALKS[int(lib.woodstar_walk_ops_limit_simd(level))]
 
 
 def available() -> bool:

@@ -180,13 +180,12 @@ static inline void add_leaves16(void *acc, const void *leaf, int64_t sum32, __m5
  * returns how many rows it walked. With acc (one output per row, so the rows' sums are
  * contiguous), it adds their leaves there; else it leaves each row's leaf position in
  * leaf_at for the caller's loop. */
-__attribute__((target("avx512f")))
-static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_cols,
+__attribute__((target("avx512f"), always_inline))
+static inline int64_t complete_walk_avx512_vectors(const float *xb, int64_t vectors, int64_t n_cols,
                                     const int32_t *feature, const float *threshold,
                                     int32_t depth, int32_t *leaf_at, void *acc,
                                     const void *leaf, int64_t sum32)
 {
-    const int64_t vectors = rows / SIMD_LANES;
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i one = _mm512_set1_epi32(1);
     __m512i p[SIMD_VECTORS], row_at[SIMD_VECTORS], f[SIMD_VECTORS];
@@ -241,17 +240,33 @@ static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_col
     return vectors * SIMD_LANES;
 }
 
+/* A full block passes its vector count as a constant: the loops over its vectors then
+ * unroll and p, row_at, f and t stay in registers instead of going through memory on
+ * every level (benchmarks/notes.md, "Constant vector counts"). */
+__attribute__((target("avx512f")))
+static int64_t complete_walk_avx512(const float *xb, int64_t rows, int64_t n_cols,
+                                    const int32_t *feature, const float *threshold,
+                                    int32_t depth, int32_t *leaf_at, void *acc,
+                                    const void *leaf, int64_t sum32)
+{
+    if (rows / SIMD_LANES == SIMD_VECTORS)
+        return complete_walk_avx512_vectors(xb, SIMD_VECTORS, n_cols, feature, threshold, depth,
+                                            leaf_at, acc, leaf, sum32);
+    return complete_walk_avx512_vectors(xb, rows / SIMD_LANES, n_cols, feature, threshold, depth,
+                                        leaf_at, acc, leaf, sum32);
+}
+
 /* The same walk with AVX2, for CPUs without AVX-512: 8 rows per vector, 8 vectors per
  * block; levels of up to 16 nodes permuted from registers, deeper levels' nodes
  * gathered from the level's table by p. One-output trees add their leaves in registers. */
-__attribute__((target("avx2")))
-static int64_t complete_walk_avx2(const float *xb, int64_t rows, int64_t n_cols,
+enum { AVX2_LANES = 8, AVX2_VECTORS = ROW_BLOCK / 8 };
+__attribute__((target("avx2"), always_inline))
+static inline int64_t complete_walk_avx2_vectors(const float *xb, int64_t vectors, int64_t n_cols,
                                   const int32_t *feature, const float *threshold,
                                   int32_t depth, int32_t *leaf_at, void *acc,
                                   const void *leaf, int64_t sum32)
 {
-    enum { LANES = 8, VECTORS = ROW_BLOCK / 8 };
-    const int64_t vectors = rows / LANES;
+    enum { LANES = AVX2_LANES, VECTORS = AVX2_VECTORS };
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i one = _mm256_set1_epi32(1);
     __m256i p[VECTORS], row_at[VECTORS], f[VECTORS];
@@ -312,6 +327,20 @@ static int64_t complete_walk_avx2(const float *xb, int64_t rows, int64_t n_cols,
         }
     }
     return vectors * LANES;
+}
+
+/* As complete_walk_avx512: a full block's vector count is a constant. */
+__attribute__((target("avx2")))
+static int64_t complete_walk_avx2(const float *xb, int64_t rows, int64_t n_cols,
+                                  const int32_t *feature, const float *threshold,
+                                  int32_t depth, int32_t *leaf_at, void *acc,
+                                  const void *leaf, int64_t sum32)
+{
+    if (rows / AVX2_LANES == AVX2_VECTORS)
+        return complete_walk_avx2_vectors(xb, AVX2_VECTORS, n_cols, feature, threshold, depth,
+                                          leaf_at, acc, leaf, sum32);
+    return complete_walk_avx2_vectors(xb, rows / AVX2_LANES, n_cols, feature, threshold, depth,
+                                      leaf_at, acc, leaf, sum32);
 }
 #endif
 

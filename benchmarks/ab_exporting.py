@@ -25,7 +25,8 @@ Candidates (``--candidates``, comma-separated):
                            the leaves gathered and added in tree order, for scalar leaves too),
                            tvm+parts (the walk kernel, run in cache-sized parts),
                            torch.jit+scalar, torch.compile+scalar (the walk operators' C
-                           kernel without its AVX-512 walk of shallow perfect trees),
+                           kernel without its SIMD walk of perfect trees), torch.jit+avx2,
+                           torch.compile+avx2 (with its AVX2 form at most),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
 A candidate whose call is projected (from its median at the previous batch) to take
@@ -141,23 +142,24 @@ def build(name, model, threads):
         raise Refused(f"{type(error).__name__}: {str(error)[:300]}") from None
     program = converted._programs.get("float32")
     predict = converted.predict_proba
-    if "scalar" in flags:  # the operators' kernel without its SIMD walk, around each call
-        predict = _without_operator_simd(predict)
+    if "scalar" in flags or "avx2" in flags:  # the operators' SIMD walk narrowed, around each call
+        predict = _with_operator_simd(predict, "avx2" if "avx2" in flags else None)
     details = {"convert_s": round(seconds, 2),
                "strategy": getattr(getattr(program, "module", None), "strategy", None),
                "exporter": getattr(program, "exporter", None), "route": converted.route}
     return predict, details
 
 
-def _without_operator_simd(predict):
+def _with_operator_simd(predict, form):
     from woodstar.runtimes import walk_ops
 
     def call(X):
-        walk_ops.limit_simd_walk(None)
+        widest = walk_ops.simd_walk()
+        walk_ops.limit_simd_walk(form)
         try:
             return predict(X)
         finally:
-            walk_ops.limit_simd_walk("avx512")
+            walk_ops.limit_simd_walk(widest)
     return call
 
 

@@ -2,7 +2,7 @@
 operators' tensor bodies return, bit for bit: rows on the thresholds and one float32 step
 away, NaN, +-inf, a missing range, several outputs, float32 and float64, batches shorter
 than, equal to and just past the row block, and one or two threads; perfect
-trees of depth <= 8 with and without the AVX-512 walk."""
+trees of depth <= 8 with and without the AVX-512 and AVX2 walks."""
 
 import numpy as np
 import pytest
@@ -88,14 +88,25 @@ def _forest_depth8(rng):
 SIMD_MODELS = {**MODELS, "forest_depth8": _forest_depth8}
 
 
+@pytest.fixture
+def simd_form(request):
+    """The SIMD walk ``request.param`` for the test's length (skipped where the CPU lacks
+    it), then the widest again."""
+    widest = walk_ops.simd_walk()
+    if walk_ops.limit_simd_walk(request.param) != request.param:
+        walk_ops.limit_simd_walk(widest)
+        pytest.skip(f"this CPU has no {request.param}")
+    yield request.param
+    walk_ops.limit_simd_walk(widest)
+
+
+@pytest.mark.parametrize("simd_form", ["avx512", "avx2"], indirect=True)
 @pytest.mark.parametrize("name", ["gradient_boosting_depth3", "gradient_boosting_multiclass_depth5",
                                   "lightgbm_multiclass", "forest", "forest_depth8"])
-def test_perfect_trees_give_the_same_bits_with_and_without_simd(rng, name):
-    """Blocks of 64 float32 rows of trees of depth <= 8 take the AVX-512 walk, the rest
-    the scalar one: sums equal the scalar walk's and the tensor body's, at sizes around
-    the block, with NaN and +-inf, on one and two threads."""
-    if walk_ops.simd_walk() is None:
-        pytest.skip("this CPU has no AVX-512: the scalar walk takes every row")
+def test_perfect_trees_give_the_same_bits_with_and_without_simd(rng, name, simd_form):
+    """Blocks of 64 float32 rows of trees of depth <= 8 take the SIMD walk (AVX-512 or
+    AVX2), the rest the scalar one: sums equal the scalar walk's and the tensor body's,
+    at sizes around the block, with NaN and +-inf, on one and two threads."""
     model, X = SIMD_MODELS[name](rng)
     walk = PerfectTreeTraversalTrees(_ensemble(model), "float32")
     assert walk.depth <= 8
@@ -114,7 +125,7 @@ def test_perfect_trees_give_the_same_bits_with_and_without_simd(rng, name):
                 try:
                     scalar = walk_ops.perfect_walk(wide, *args)
                 finally:
-                    walk_ops.limit_simd_walk("avx512")
+                    walk_ops.limit_simd_walk(simd_form)
                 body = perfect_walk_sums(wide, *args)
                 for other in (scalar, body):
                     np.testing.assert_array_equal(simd.numpy().view(np.int64), other.numpy().view(np.int64),

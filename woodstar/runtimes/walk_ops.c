@@ -6,9 +6,9 @@
  * so that their loads overlap; each row's leaves are added tree after tree from -0.0
  * (x + -0.0 is x, the sign of zero included), which is the running sum of the tensor
  * program. A comparison with NaN is false, as torch.le's is. Large calls split their
- * rows over threads. On a CPU with AVX-512 (asked at run time; the build needs only the
- * compiler's intrinsics), float32 perfect trees of depth <= SIMD_MAX_DEPTH (8) walk 16
- * rows per vector (perfect_f32_avx512_block below).
+ * rows over threads. On a CPU with AVX-512 or AVX2 (asked at run time; the build needs
+ * only the compiler's intrinsics), float32 perfect trees of depth <= SIMD_MAX_DEPTH (8)
+ * walk 16 or 8 rows per vector (perfect_f32_avx512_block and _avx2_block below).
  *
  * No -ffast-math: it would break the NaN comparisons.
  */
@@ -129,6 +129,7 @@ DEFINE_NODE(node_f64, double)
 #define SIMD_VECTORS 4
 #define SIMD_ROWS (16 * SIMD_VECTORS)
 #define SIMD_NONE 0
+#define SIMD_AVX2 1
 #define SIMD_AVX512 2   /* the values of c_walk.c's woodstar_simd_walk */
 static int simd_support = -1;  /* unknown yet; then SIMD_* */
 
@@ -136,7 +137,8 @@ int64_t woodstar_walk_ops_simd(void)
 {
 #ifdef HAVE_AVX512_DISPATCH
     if (simd_support < 0)
-        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512 : SIMD_NONE;
+        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
+                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
 #endif
     return simd_support < 0 ? SIMD_NONE : simd_support;
 }
@@ -228,17 +230,99 @@ static void perfect_f32_avx512_block(const walk_spec *s, int64_t b, double *out)
         }
     }
 }
+/* The same walk with AVX2: 8 rows per vector, 8 vectors per block; levels of up to 8
+ * nodes permuted from one register, 16 from two (chosen by bit 3 of the position),
+ * deeper levels' nodes gathered from the level's table by the position. */
+#define AVX2_VECTORS (SIMD_ROWS / 8)
+__attribute__((target("avx2")))
+static void perfect_f32_avx2_block(const walk_spec *s, int64_t b, double *out)
+{
+    const float *xb = (const float *)s->wide + b * s->n_cols;
+    const float *thresholds = (const float *)s->thresholds;
+    const int64_t n_trees = s->n_trees, depth = s->steps, width = s->width;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i row_at[AVX2_VECTORS], p[AVX2_VECTORS];
+    for (int k = 0; k < AVX2_VECTORS; ++k)
+        row_at[k] = _mm256_mullo_epi32(_mm256_add_epi32(lanes, _mm256_set1_epi32(8 * k)),
+                                       _mm256_set1_epi32((int)s->n_cols));
+    double *sums = out + b * width;
+    start_sums(sums, SIMD_ROWS, width);
+    for (int64_t t = 0; t < n_trees; ++t) {
+        for (int k = 0; k < AVX2_VECTORS; ++k) p[k] = _mm256_setzero_si256();
+        for (int64_t d = 0; d < depth; ++d) {
+            const int64_t count = INT64_C(1) << d;
+            const int32_t *columns = s->columns + n_trees * (count - 1) + t * count;
+            const float *level_thresholds = thresholds + n_trees * (count - 1) + t * count;
+            __m256i column[AVX2_VECTORS];
+            __m256 threshold[AVX2_VECTORS];
+            if (count <= 8) {
+                const __m256i in_level = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), lanes);
+                const __m256i c = _mm256_maskload_epi32((const int *)columns, in_level);
+                const __m256 th = _mm256_maskload_ps(level_thresholds, in_level);
+                for (int k = 0; k < AVX2_VECTORS; ++k) {
+                    column[k] = _mm256_permutevar8x32_epi32(c, p[k]);
+                    threshold[k] = _mm256_permutevar8x32_ps(th, p[k]);
+                }
+            } else if (count == 16) {
+                const __m256i c0 = _mm256_loadu_si256((const __m256i *)columns);
+                const __m256i c1 = _mm256_loadu_si256((const __m256i *)(columns + 8));
+                const __m256 t0 = _mm256_loadu_ps(level_thresholds);
+                const __m256 t1 = _mm256_loadu_ps(level_thresholds + 8);
+                for (int k = 0; k < AVX2_VECTORS; ++k) {
+                    const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(p[k], 28));
+                    column[k] = _mm256_castps_si256(_mm256_blendv_ps(
+                        _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c0, p[k])),
+                        _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c1, p[k])), high));
+                    threshold[k] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, p[k]),
+                                                    _mm256_permutevar8x32_ps(t1, p[k]), high);
+                }
+            } else {
+                for (int k = 0; k < AVX2_VECTORS; ++k) {
+                    column[k] = _mm256_i32gather_epi32((const int *)columns, p[k], 4);
+                    threshold[k] = _mm256_i32gather_ps(level_thresholds, p[k], 4);
+                }
+            }
+            for (int k = 0; k < AVX2_VECTORS; ++k) {
+                const __m256 v = _mm256_i32gather_ps(xb, _mm256_add_epi32(row_at[k], column[k]), 4);
+                const __m256i le = _mm256_castps_si256(_mm256_cmp_ps(v, threshold[k], _CMP_LE_OQ));
+                /* 2p + 1 where x <= t (le is -1 in every bit there), else 2p */
+                p[k] = _mm256_sub_epi32(_mm256_slli_epi32(p[k], 1), le);
+            }
+        }
+        const double *leaves = s->leaves + (t << depth) * width;
+        if (width == 1) {
+            for (int k = 0; k < AVX2_VECTORS; ++k) {
+                double *a = sums + 8 * k;
+                _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a),
+                    _mm256_i32gather_pd(leaves, _mm256_castsi256_si128(p[k]), 8)));
+                _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4),
+                    _mm256_i32gather_pd(leaves, _mm256_extracti128_si256(p[k], 1), 8)));
+            }
+        } else {
+            int64_t leaf[SIMD_ROWS];
+            int32_t at[8];
+            for (int k = 0; k < AVX2_VECTORS; ++k) {
+                _mm256_storeu_si256((__m256i *)at, p[k]);
+                for (int r = 0; r < 8; ++r) leaf[8 * k + r] = at[r];
+            }
+            add_leaves(sums, SIMD_ROWS, width, leaves, leaf);
+        }
+    }
+}
 #endif
 
-/* Full blocks on the AVX-512 walk, then the scalar walk for the rest of the range. */
-static void perfect_f32_simd_rows(const walk_spec *s, int64_t start, int64_t stop, double *out)
-{
-    int64_t b = start;
-#ifdef HAVE_AVX512_DISPATCH
-    for (; b + SIMD_ROWS <= stop; b += SIMD_ROWS) perfect_f32_avx512_block(s, b, out);
-#endif
-    if (b < stop) perfect_f32(s, b, stop, out);
+/* Full blocks on a SIMD walk, then the scalar walk for the rest of the range. */
+#define DEFINE_SIMD_ROWS(NAME, BLOCK)                                                      \
+static void NAME(const walk_spec *s, int64_t start, int64_t stop, double *out)           \
+{                                                                                         \
+    int64_t b = start;                                                                    \
+    for (; b + SIMD_ROWS <= stop; b += SIMD_ROWS) BLOCK(s, b, out);                       \
+    if (b < stop) perfect_f32(s, b, stop, out);                                           \
 }
+#ifdef HAVE_AVX512_DISPATCH
+DEFINE_SIMD_ROWS(perfect_f32_avx512_rows, perfect_f32_avx512_block)
+DEFINE_SIMD_ROWS(perfect_f32_avx2_rows, perfect_f32_avx2_block)
+#endif
 
 typedef struct {
     const walk_spec *s;
@@ -291,10 +375,16 @@ static int64_t run(const walk_spec *s, int64_t n_rows, double *out, int64_t n_th
 int64_t woodstar_perfect_walk(const walk_spec *s, int64_t f64, int64_t n_rows, double *out,
                               int64_t n_threads)
 {
-    /* The SIMD walk's gathers index a block's rows with 32-bit offsets. */
-    const int simd = !f64 && s->steps <= SIMD_MAX_DEPTH && s->n_cols <= INT32_MAX / SIMD_ROWS
-                     && woodstar_walk_ops_simd() == SIMD_AVX512;
-    return run(s, n_rows, out, n_threads, f64 ? perfect_f64 : simd ? perfect_f32_simd_rows : perfect_f32);
+    walk_rows walk = f64 ? perfect_f64 : perfect_f32;
+#ifdef HAVE_AVX512_DISPATCH
+    /* The SIMD walks' gathers index a block's rows with 32-bit offsets. */
+    if (!f64 && s->steps <= SIMD_MAX_DEPTH && s->n_cols <= INT32_MAX / SIMD_ROWS) {
+        const int64_t simd = woodstar_walk_ops_simd();
+        walk = simd == SIMD_AVX512 ? perfect_f32_avx512_rows
+               : simd == SIMD_AVX2 ? perfect_f32_avx2_rows : walk;
+    }
+#endif
+    return run(s, n_rows, out, n_threads, walk);
 }
 
 int64_t woodstar_node_walk(const walk_spec *s, int64_t f64, int64_t n_rows, double *out,

@@ -7,9 +7,9 @@ their tensor bodies return, bit for bit: the same comparisons in the input's dty
 leaves added in float64 tree after tree. They are registered as the operators' CPU
 implementation by ``register_cpu_kernels()``, once the library has built; other devices
 keep the tensor bodies. Threads: ``torch.get_num_threads()`` at the call (the runner
-sets it from ``n_threads``), and none below 64 rows per thread. On a CPU with AVX-512,
-perfect trees of depth 8 or less walk 16 float32 rows per vector (``simd_walk()`` says
-whether this CPU does; ``limit_simd_walk(None)`` turns it off, for tests and benchmarks).
+sets it from ``n_threads``), and none below 64 rows per thread. On a CPU with AVX-512 or
+AVX2, perfect trees of depth 8 or less walk 16 or 8 float32 rows per vector
+(``simd_walk()`` says which; ``limit_simd_walk`` narrows it, for tests and benchmarks).
 """
 
 import ctypes
@@ -54,19 +54,19 @@ _REGISTER_LOCK = threading.Lock()
 _registered = False
 
 
-SIMD_WALKS = {0: None, 2: "avx512"}  # SIMD_* in walk_ops.c (c_walk.c's values)
+SIMD_WALKS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in walk_ops.c (c_walk.c's values)
 
 
 def simd_walk():
-    """"avx512" where perfect trees of depth 8 or less walk 16 rows per vector, else None (also
-    where the library does not build)."""
+    """The instruction set perfect trees of depth 8 or less walk with: "avx512" (16 rows
+    per vector), "avx2" (8), or None (also where the library does not build)."""
     lib = _LIBRARY.load()
     return None if lib is None else SIMD_WALKS[int(lib.woodstar_walk_ops_simd())]
 
 
 def limit_simd_walk(name):
-    """Walk with at most ``name`` ("avx512" or None) from now on, in this process (for
-    tests and A/B timing: both forms give the same sums); returns the form taken."""
+    """Walk with at most ``name`` ("avx512", "avx2" or None) from now on, in this process
+    (for tests and A/B timing: the forms give the same sums); returns the form taken."""
     lib = _LIBRARY.load()
     if lib is None:
         return None

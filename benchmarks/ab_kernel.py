@@ -15,6 +15,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--node-walk-candidate]  (the shipped kernel without its SIMD walks)
        [--complete-walk-candidate]  (... without its oblivious-tree walk)
        [--define FEW_ROWS_SIMD=0]  (... with one of its switches set otherwise)
+       [--setting HEAD_LEVELS=5]  (... converting with a constant of c_walk.py set otherwise)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -75,9 +76,22 @@ def _woodstar(model, threads, X):
     return converted
 
 
-def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, candidates=None):
+def _with_setting(setting, make):
+    """``make()`` while c_walk.py's constant ``name`` is ``value`` (``setting``: "NAME=VALUE")."""
+    name, _, value = setting.partition("=")
+    saved = getattr(c_walk, name)
+    try:
+        setattr(c_walk, name, type(saved)(value))
+        return make()
+    finally:
+        setattr(c_walk, name, saved)
+
+
+def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, candidates=None,
+            settings=()):
     """``candidate``: one other kernel source (key "candidate"); ``candidates``: several,
-    as {name: source} (keys "candidate:<name>")."""
+    as {name: source} (keys "candidate:<name>"); ``settings``: the shipped kernel with a
+    constant of c_walk.py changed, as "NAME=VALUE" (keys "setting:NAME=VALUE")."""
     results = []
     for name in names:
         spec = SPECS.get(name) or MODEL_SPECS[name]  # any model of benchmarks/models.py
@@ -93,6 +107,9 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
             for key, source in sources.items():
                 fns[key] = _with_kernel(
                     source, lambda: _woodstar(model, threads, X_all)).predict_proba
+            for setting in settings:
+                fns[f"setting:{setting}"] = _with_setting(
+                    setting, lambda: _woodstar(model, threads, X_all)).predict_proba
             try:
                 fns["onedal"] = _onedal(spec, model).build(threads).fn
             except NotAvailable as error:
@@ -174,6 +191,9 @@ def main(argv=None):
     parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
                         help="add the shipped kernel with one #define changed (repeatable: "
                              "one candidate each)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="add the shipped kernel converting with a constant of c_walk.py "
+                             "set otherwise (repeatable: one candidate each)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
@@ -192,7 +212,7 @@ def main(argv=None):
     several = dict(zip(names, args.candidate)) if len(args.candidate) > 1 else None
     results = measure(args.models, [int(t) for t in args.threads.split(",")],
                       [int(r) for r in args.rows.split(",")], args.rounds, one,
-                      Path(args.out), several)
+                      Path(args.out), several, args.setting)
     for row in results:
         if one:
             row["candidate"] = names[0]

@@ -640,6 +640,52 @@ static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64
     return 0;  /* the double route keeps its node walk */
 }
 
+/* Trees deeper than the complete-tree copies take (GROUP_MAX_DEPTH) keep the node walk,
+ * but their first levels are usually full: c_walk.py gives each such tree of the float
+ * route a complete copy of its top ``levels`` levels (its head: internal nodes level by
+ * level, a leaf above the last level passing rows left against +inf) and, per slot of
+ * the head's last level, the node a row there has reached (``entry``, an index into the
+ * node array; a leaf's own index where the leaf lies above it). A clean block's rows walk
+ * the head 8 or 16 at a time as the complete-tree walk does; the node walk then starts
+ * them at their entry with ``levels`` fewer steps. Same comparisons, same leaves, same
+ * sums. */
+#define HEAD_WALK 1  /* 0: deep trees walk from the root (A/B) */
+/* Shorter blocks walk from the root: with one vector of rows, each level's gather waits
+ * on the last and the head lost to the node walk (benchmarks/notes.md, "Deep trees:
+ * heads walked as vectors"). */
+#define HEAD_MIN_ROWS 32
+typedef struct {
+    const int32_t *start;     /* per tree: its head's first slot, or -1; NULL: no heads */
+    const int32_t *feature;   /* per slot */
+    const float *threshold;   /* per slot */
+    const int32_t *entry;     /* entry[start + p]: the node a row at position p of the
+                                 head's last level has reached */
+    int64_t levels;
+} tree_heads;
+
+/* Walks the clean block's rows through tree's head, 8 or 16 at a time; leaves each
+ * walked row's node in at[] and returns how many rows it walked (0: the tree has no
+ * head, or this CPU no SIMD walk). */
+static inline int64_t head_walk_float(const float *xb, int64_t rows, int64_t n_cols,
+                                      const tree_heads *hd, int64_t tree, int32_t *at)
+{
+    if (!HEAD_WALK || !hd->start || hd->start[tree] < 0) return 0;
+    const complete_trees head = {hd->start, hd->feature, hd->threshold, NULL};
+    const int64_t walked = complete_walk_float(xb, rows, n_cols, &head, tree,
+                                               (int32_t)hd->levels, at, NULL, NULL, 0, 1);
+    const int32_t *entry = hd->entry + hd->start[tree];
+    for (int64_t r = 0; r < walked; ++r)
+        at[r] = entry[at[r]];
+    return walked;
+}
+
+static inline int64_t head_walk_double(const double *xb, int64_t rows, int64_t n_cols,
+                                       const tree_heads *hd, int64_t tree, int32_t *at)
+{
+    (void)xb; (void)rows; (void)n_cols; (void)hd; (void)tree; (void)at;
+    return 0;
+}
+
 /* Below FEW_ROWS rows without NaN, a group of trees that all have complete-tree copies
  * walks those instead of the nodes: a lane's step reads its slot's feature and threshold
  * (4 bytes each; a tree's top four levels share one cache line of each table, where
@@ -767,7 +813,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                  double range_lo, double range_hi, ACC *out, int64_t n_out,                \
                  const int32_t *cat_start, const int32_t *cat_size,                        \
                  const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct,    \
-                 const oblivious_trees *ob)                                                \
+                 const oblivious_trees *ob, const tree_heads *hd)                          \
 {                                                                                          \
     const T lo = (T)range_lo, hi = (T)range_hi;                                            \
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
@@ -915,15 +961,20 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                         acc[(r0 + q) * n_out] += leaf_value[a[q]];                         \
                 }                                                                          \
             }                                                                              \
-            for (int64_t r = r0; r < rows; ++r)                                            \
+            /* a deep tree's head: rows below head_rows start that many levels down */  \
+            const int64_t head_rows = clean && depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS\
+                ? head_walk_##T(xb, rows, n_cols, hd, t, at) : 0;                          \
+            const int32_t head_levels = head_rows ? (int32_t)hd->levels : 0;               \
+            for (int64_t r = r0 > head_rows ? r0 : head_rows; r < rows; ++r)               \
                 at[r] = root;                                                              \
             for (int32_t level = 0; level < depth; ++level) {                              \
                 int32_t moved = 0;                                                         \
+                const int64_t first = level < head_levels ? head_rows : r0;                \
                 if (clean)                                                                 \
-                    for (int64_t r = r0; r < rows; ++r)                                    \
+                    for (int64_t r = first; r < rows; ++r)                                 \
                         ADVANCE(NODE, T, CLEAN_STEP, xb + r * n_cols, r)                   \
                 else                                                                       \
-                    for (int64_t r = r0; r < rows; ++r)                                    \
+                    for (int64_t r = first; r < rows; ++r)                                 \
                         ADVANCE(NODE, T, STEP, xb + r * n_cols, r)                         \
                 (void)moved;  /* no early exit here: see above */                          \
             }                                                                              \
@@ -963,6 +1014,7 @@ typedef struct {
     int64_t has_categorical, cat_rule;
     complete_trees ct;
     oblivious_trees ob;
+    tree_heads hd;
 } model;
 
 /* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
@@ -1032,13 +1084,13 @@ static void NAME##_range(const model *m, const char *x, int64_t n_rows, char *ou
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const float *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (float *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,   \
-            m->cat_rule, &m->ct, &m->ob);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd);                                                          \
     else                                                                                   \
         (m->has_categorical ? CAT : m->has_range ? RANGED : PLAIN)(                        \
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const double *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (double *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,  \
-            m->cat_rule, &m->ct, &m->ob);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd);                                                          \
 }                                                                                          \
 int64_t NAME(const model *m, const T *x, int64_t n_rows, void *out, int64_t n_threads)     \
 {                                                                                          \

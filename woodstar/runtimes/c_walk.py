@@ -65,7 +65,9 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("ct_leaf", ctypes.c_void_p), ("ob_nan_right", ctypes.c_void_p),
                 ("ob_column", ctypes.c_void_p), ("ob_threshold", ctypes.c_void_p),
                 ("ob_features", ctypes.c_void_p), ("ob_n_features", ctypes.c_int64),
-                ("ob_all", ctypes.c_int64)]
+                ("ob_all", ctypes.c_int64), ("hd_start", ctypes.c_void_p),
+                ("hd_feature", ctypes.c_void_p), ("hd_threshold", ctypes.c_void_p),
+                ("hd_entry", ctypes.c_void_p), ("hd_levels", ctypes.c_int64)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -180,6 +182,11 @@ def _address(array: np.ndarray) -> int:
 # Trees up to this depth (GROUP_MAX_DEPTH in c_walk.c) get a complete-tree copy for the
 # kernel's SIMD walk (AVX2 or AVX-512) of row blocks without NaN; 0 turns the copies off.
 COMPLETE_TREE_MAX_DEPTH = 8
+# Deeper trees walk their first HEAD_LEVELS levels from a complete copy the same way
+# (``tree_heads`` in c_walk.c) and the rest node by node; 0 turns the heads off. Seven
+# levels did best of 3 to 10 on LightGBM's leaf-wise trees and deep forests, with
+# AVX-512 and with AVX2 (benchmarks/notes.md, "Deep trees: heads walked as vectors").
+HEAD_LEVELS = 7
 # Oblivious trees among them (CatBoost's) walk by their levels' comparison bits
 # (``oblivious_trees`` in c_walk.c); False leaves them to the complete-tree walk.
 OBLIVIOUS_TREES = True
@@ -188,6 +195,47 @@ OBLIVIOUS_LEVELS = 8  # OBLIVIOUS_LEVELS in c_walk.c
 # walk split over two threads began to pay from about 256 rows of 500 depth-6 trees,
 # against about 73 for the same steps of the node walk (benchmarks/notes.md).
 OBLIVIOUS_STEP_COST = 0.25
+
+
+def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):
+    """The top ``levels[t]`` levels of each tree ``t`` as a complete tree (none where
+    ``levels[t] < 0``), 2^levels slots each, tree after tree: per slot an internal node's
+    feature, threshold and default side, level by level (slot ``i``'s children at
+    ``2i + 1`` and ``2i + 2``; a leaf above the last level passes rows on to its left
+    child, feature 0 against +inf); and at slot ``start + p`` of ``reached``, the IR node
+    a row arrives at in position ``p`` of the last level (-1 in other slots).
+
+    Returns ``(start, feature, threshold, default_left, reached)``; the tables run 32
+    slots past the last tree, as the kernel loads 16 or 32 slots from a level's first."""
+    levels = np.asarray(levels, np.int64)
+    takes = levels >= 0
+    sizes = np.where(takes, 1 << np.maximum(levels, 0), 0)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    total = int(sizes.sum()) + 32
+    feature = np.zeros(total, np.int32)
+    threshold = np.full(total, np.inf, np.float32)
+    default_left = np.ones(total, bool)
+    reached = np.full(total, -1, np.int64)
+    offsets = np.asarray(ens.tree_offsets[:-1], np.int64)
+    # Every tree level by level at once: (tree, IR node, slot in its complete tree).
+    tree = np.flatnonzero(takes)
+    node, slot, level = offsets[tree], np.zeros(len(tree), np.int64), 0
+    while len(tree):
+        last = level == levels[tree]
+        reached[start[tree[last]] + slot[last] - ((1 << levels[tree[last]]) - 1)] = node[last]
+        tree, node, slot = tree[~last], node[~last], slot[~last]
+        internal = ens.left[node] >= 0
+        here = start[tree] + slot
+        feature[here[internal]] = ens.feature[node[internal]]
+        threshold[here[internal]] = node_threshold[node[internal]]
+        default_left[here[internal]] = ens.default_left[node[internal]]
+        base = offsets[tree]
+        left = np.where(internal, base + ens.left[node], node)  # a leaf passes left
+        tree, node, slot = (np.concatenate([tree, tree[internal]]),
+                            np.concatenate([left, base[internal] + ens.right[node[internal]]]),
+                            np.concatenate([2 * slot + 1, 2 * slot[internal] + 2]))
+        level += 1
+    return start, feature, threshold, default_left, reached
 
 
 class CTreeWalk(CpuRoute):
@@ -255,7 +303,8 @@ class CTreeWalk(CpuRoute):
                              _address(self.cat_start), _address(self.cat_size),
                              _address(self.cat_bits), int(categorical.any()),
                              CATEGORICAL_RULES[ens.categorical_rule],
-                             *self._complete_trees(ens, dtype), *self._oblivious_trees(ens))
+                             *self._complete_trees(ens, dtype), *self._oblivious_trees(ens),
+                             *self._tree_heads(ens, dtype, order))
         self._model_address = ctypes.addressof(self._model)
         depths = self.depths.astype(np.float64)
         if self.ob_nan_right is not None:  # a level without a node lookup costs less
@@ -278,40 +327,40 @@ class CTreeWalk(CpuRoute):
                 or not takes.any() or not simd_walk()):  # the first three keep the missing test
             self.ct_start = None
             return 0, 0, 0, 0
-        sizes = np.where(takes, 1 << depths, 0)
-        start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        total = int(sizes.sum()) + 32  # the kernel loads 16 or 32 slots from a level's first
-        feature = np.zeros(total, np.int32)
-        threshold = np.full(total, np.inf, np.float32)
-        default_left = np.ones(total, bool)
-        leaf = np.zeros((total, self.width), self.sum_dtype)
-        node_threshold = node_thresholds(ens, dtype)
+        start, feature, threshold, default_left, reached = _complete_levels(
+            ens, np.where(takes, depths, -1), node_thresholds(ens, dtype))
         leaf_value = np.asarray(ens.leaf_value, np.float64).reshape(ens.n_nodes, -1)
-        offsets = np.asarray(ens.tree_offsets[:-1], np.int64)
-        # Every tree level by level at once: (tree, IR node, slot in its complete tree).
-        tree = np.flatnonzero(takes)
-        node, slot, level = offsets[tree], np.zeros(len(tree), np.int64), 0
-        while len(tree):
-            last = level == depths[tree]
-            leaf[start[tree[last]] + slot[last] - ((1 << depths[tree[last]]) - 1)] = \
-                leaf_value[node[last]]
-            tree, node, slot = tree[~last], node[~last], slot[~last]
-            internal = ens.left[node] >= 0
-            here = start[tree] + slot
-            feature[here[internal]] = ens.feature[node[internal]]
-            threshold[here[internal]] = node_threshold[node[internal]]
-            default_left[here[internal]] = ens.default_left[node[internal]]
-            base = offsets[tree]
-            left = np.where(internal, base + ens.left[node], node)  # a leaf passes left
-            tree, node, slot = (np.concatenate([tree, tree[internal]]),
-                                np.concatenate([left, base[internal] + ens.right[node[internal]]]),
-                                np.concatenate([2 * slot + 1, 2 * slot[internal] + 2]))
-            level += 1
+        leaf = np.zeros((len(feature), self.width), self.sum_dtype)
+        slots = np.flatnonzero(reached >= 0)
+        leaf[slots] = leaf_value[reached[slots]]
         self.ct_start = np.ascontiguousarray(np.where(takes, start, -1), dtype=np.int32)
         self.ct_feature, self.ct_threshold, self.ct_leaf = feature, threshold, leaf
         self.ct_default_left = default_left
         return (_address(self.ct_start), _address(feature), _address(threshold),
                 _address(leaf))
+
+    def _tree_heads(self, ens: TreeEnsemble, dtype: str, order: np.ndarray):
+        """The heads of the trees deeper than the complete-tree copies take
+        (``tree_heads`` in c_walk.c): each one's top HEAD_LEVELS levels as a complete
+        tree, and per position of the last of them the kernel's index of the node a row
+        has reached there. Returns the structure's five fields (all 0 when no tree takes
+        a head)."""
+        depths = self.depths.astype(np.int64)
+        takes = (depths > max(COMPLETE_TREE_MAX_DEPTH, HEAD_LEVELS)) & (HEAD_LEVELS > 0)
+        if (dtype != "float32" or ens.has_categorical or ens.has_missing_range
+                or self.n_features >= 1 << 24 or not takes.any() or not simd_walk()):
+            self.hd_start = None
+            return 0, 0, 0, 0, 0
+        start, feature, threshold, _, reached = _complete_levels(
+            ens, np.where(takes, HEAD_LEVELS, -1), node_thresholds(ens, dtype))
+        kernel_index = np.empty(len(order), np.int64)
+        kernel_index[order] = np.arange(len(order))
+        entry = np.where(reached >= 0, kernel_index[np.maximum(reached, 0)], 0)
+        self.hd_start = np.ascontiguousarray(np.where(takes, start, -1), dtype=np.int32)
+        self.hd_feature, self.hd_threshold = feature, threshold
+        self.hd_entry = np.ascontiguousarray(entry, dtype=np.int32)
+        return (_address(self.hd_start), _address(feature), _address(threshold),
+                _address(self.hd_entry), HEAD_LEVELS)
 
     def _oblivious_trees(self, ens: TreeEnsemble):
         """The oblivious trees among the complete-tree copies (``oblivious_trees`` in

@@ -10,10 +10,11 @@ and LightGBM's leaf-wise trees against LightGBM itself."""
 import numpy as np
 import pytest
 
+from woodstar.ir.builder import EnsembleBuilder
 from woodstar.ir.reference import predict
 from woodstar.runtimes import c_walk
 
-from tests.lowering.test_strategies import inputs, random_ensemble
+from tests.lowering.test_strategies import inputs, random_tree
 
 pytestmark = pytest.mark.skipif(not c_walk.available(), reason=str(c_walk.unavailable_reason()))
 
@@ -28,13 +29,24 @@ CASES = {
 def _deep_ensemble(rng, case):
     fields = dict(CASES[case])
     sum32 = fields.pop("sum32", False)
-    # depths up to 12: trees above and below the copies' limit (8), leaves at every level
-    ens = random_ensemble(rng, n_trees=24, n_features=6, max_depth=12, **fields)
+    # every third tree at most 6 deep, the others up to 12: trees above and below the
+    # copies' limit (8) in every ensemble, leaves at every level
+    ens = _mixed_depths(rng, n_trees=24, n_features=6, **fields)
     if sum32:  # XGBoost's float32 sums: its leaves and base score are float32 values
         ens = ens.replace(sum_precision="float32", input_precision="float32",
                           leaf_value=ens.leaf_value.astype(np.float32).astype(np.float64),
                           base_score=ens.base_score.astype(np.float32).astype(np.float64))
     return ens
+
+
+def _mixed_depths(rng, n_trees, n_features, leaf_width=1, n_outputs=1, **fields):
+    builder = EnsembleBuilder(leaf_width)
+    for t in range(n_trees):
+        tree = random_tree(rng, n_features, 6 if t % 3 == 2 else 12, leaf_width)
+        builder.add_tree(**tree, comparison=rng.integers(0, 2, len(tree["feature"])),
+                         output_start=t % (n_outputs - leaf_width + 1))
+    return builder.build(n_features=n_features, n_outputs=n_outputs,
+                         base_score=rng.normal(size=n_outputs), **fields)
 
 
 def _clean_rows(rng, ens, n):

@@ -198,6 +198,11 @@ OBLIVIOUS_STEP_COST = 0.25
 # A level walked as vectors (a complete-tree copy's, or a head's) counts as this many
 # node steps toward ``parallel_min_steps``.
 SIMD_STEP_COST = 1.0
+# Calls of fewer node steps than this stay on one thread (``CTreeWalk``): a thread
+# start costs about 0.1-0.15 ms, and since the SIMD walks a step costs 0.5-0.9 ns, so
+# splitting pays from about 0.3 ms of walk (benchmarks/notes.md, "The thread split
+# moved to 400 000 steps").
+PARALLEL_MIN_STEPS = 400_000
 
 
 def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):
@@ -249,9 +254,7 @@ class CTreeWalk(CpuRoute):
     Each row stays on one thread, so the answer does not depend on the thread count;
     ``last_threads`` says how many ran. Threads are made per call, which costs about
     a small batch's walk, so splitting starts at the step count where it was measured
-    to pay (docs/benchmarks.md, "CPU routes"; the figures are in benchmarks/notes.md)."""
-
-    parallel_min_steps = 220_000
+    to pay (PARALLEL_MIN_STEPS)."""
 
     @staticmethod
     def supports(ens: TreeEnsemble) -> bool:
@@ -317,6 +320,7 @@ class CTreeWalk(CpuRoute):
         if self.ob_nan_right is not None:  # a level without a node lookup costs less
             depths[self.ob_nan_right >= 0] = self.depths[self.ob_nan_right >= 0] * OBLIVIOUS_STEP_COST
         self.steps_per_row = max(1, int(depths.sum()))
+        self.parallel_min_steps = PARALLEL_MIN_STEPS
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
 

@@ -16,6 +16,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--complete-walk-candidate]  (... without its oblivious-tree walk)
        [--define FEW_ROWS_SIMD=0]  (... with one of its switches set otherwise)
        [--setting HEAD_LEVELS=5]  (... converting with a constant of c_walk.py set otherwise)
+       [--no-peers]  (no oneDAL or CatBoost in the rounds)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -88,7 +89,7 @@ def _with_setting(setting, make):
 
 
 def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, candidates=None,
-            settings=()):
+            settings=(), peers=True):
     """``candidate``: one other kernel source (key "candidate"); ``candidates``: several,
     as {name: source} (keys "candidate:<name>"); ``settings``: the shipped kernel with a
     constant of c_walk.py changed, as "NAME=VALUE" (keys "setting:NAME=VALUE")."""
@@ -111,10 +112,11 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
                 fns[f"setting:{setting}"] = _with_setting(
                     setting, lambda: _woodstar(model, threads, X_all)).predict_proba
             try:
-                fns["onedal"] = _onedal(spec, model).build(threads).fn
+                if peers:
+                    fns["onedal"] = _onedal(spec, model).build(threads).fn
             except NotAvailable as error:
                 print(f"onedal: {error}")
-            if spec.library == "catboost":  # its own predictor: the peer to beat there
+            if peers and spec.library == "catboost":  # its own predictor: the peer to beat there
                 fns["native"] = _native(spec, model).build(threads).fn
             for rows in rows_list:
                 X = X_all[:rows]
@@ -194,6 +196,9 @@ def main(argv=None):
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="add the shipped kernel converting with a constant of c_walk.py "
                              "set otherwise (repeatable: one candidate each)")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="time woodstar's kernels only: oneDAL's pool threads, busy "
+                             "after its calls, slow the next thread split in the rounds")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
@@ -212,7 +217,7 @@ def main(argv=None):
     several = dict(zip(names, args.candidate)) if len(args.candidate) > 1 else None
     results = measure(args.models, [int(t) for t in args.threads.split(",")],
                       [int(r) for r in args.rows.split(",")], args.rounds, one,
-                      Path(args.out), several, args.setting)
+                      Path(args.out), several, args.setting, not args.no_peers)
     for row in results:
         if one:
             row["candidate"] = names[0]

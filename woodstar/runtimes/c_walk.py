@@ -198,11 +198,11 @@ OBLIVIOUS_STEP_COST = 0.25
 # A level walked as vectors (a complete-tree copy's, or a head's) counts as this many
 # node steps toward ``parallel_min_steps``.
 SIMD_STEP_COST = 1.0
-# Calls of fewer node steps than this stay on one thread (``CTreeWalk``): a thread
-# start costs about 0.1-0.15 ms, and since the SIMD walks a step costs 0.5-0.9 ns, so
-# splitting pays from about 0.3 ms of walk (benchmarks/notes.md, "The thread split
-# moved to 400 000 steps").
-PARALLEL_MIN_STEPS = 400_000
+# Calls of fewer node steps than this stay on one thread (``CTreeWalk``). A step's cost
+# now differs by walk (vectors, leaf width, heads), so no one count suits every model;
+# 400 000 was measured and rejected (benchmarks/notes.md, "The thread split: 400 000
+# steps measured and rejected").
+PARALLEL_MIN_STEPS = 220_000
 
 
 def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):

@@ -155,12 +155,9 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
 def _node_walk_only_source():
     """c_walk.c with its CPU check answering "none": no complete-tree copies are made
     and every row takes the node walk (the kernel on a CPU without AVX2)."""
-    text = c_walk.SOURCE.read_text()
-    marker = "static int simd_support = -1;"
-    if marker not in text:
-        raise SystemExit(f"{c_walk.SOURCE} no longer has {marker!r}")
     path = Path(tempfile.mkdtemp()) / "c_walk_node_walk_only.c"
-    path.write_text(text.replace(marker, "static int simd_support = 0;"))
+    path.write_text("#define SIMD_START 0  /* SIMD_NONE: cpu_simd.h */\n"
+                    + c_walk.SOURCE.read_text())
     return path
 
 

@@ -1,7 +1,7 @@
 """Build and load a small C source of this package as a shared library, once per
 process, cached on disk under ``$WOODSTAR_CACHE_DIR`` (default ``~/.cache/woodstar``)
-keyed by the source, the compiler and the flags. A failure is a reason string, never an
-exception: the caller falls back to its NumPy route."""
+keyed by the source, the package's C headers, the compiler and the flags. A failure is
+a reason string, never an exception: the caller falls back to its NumPy route."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["NativeLibrary", "build", "cache_dir", "find_compiler"]
+__all__ = ["NativeLibrary", "build", "cache_dir", "find_compiler", "simd_code", "simd_name"]
 
 
 def cache_dir() -> Path:
@@ -68,11 +68,26 @@ class NativeLibrary:
         self._lib = lib
 
 
+HEADERS = Path(__file__).parent  # the C headers the sources include ("cpu_simd.h")
+_SIMD_NAMES = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in cpu_simd.h
+
+
+def simd_name(code: int):
+    """A library's SIMD form (SIMD_* of cpu_simd.h) by name: "avx512", "avx2" or None."""
+    return _SIMD_NAMES[int(code)]
+
+
+def simd_code(name) -> int:
+    """The SIMD_* code of "avx512", "avx2" or None."""
+    return {value: key for key, value in _SIMD_NAMES.items()}[name]
+
+
 def build(source: Path, flags, compiler: str) -> Path:
     """The shared library of ``source`` built with ``compiler`` and ``flags``: from the
-    cache when it is there, else compiled into it (or into the temp dir)."""
+    cache when it is there, else compiled into it (or into the temp dir). The source may
+    lie elsewhere (a benchmark's candidate) and still include this package's headers."""
     source = Path(source)
-    text = source.read_bytes()
+    text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(HEADERS.glob("*.h")))
     key = hashlib.sha256(text + " ".join((compiler, *flags)).encode()).hexdigest()[:16]
     name = f"{source.stem}-{platform.machine()}-{key}.so"
     for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
@@ -86,7 +101,8 @@ def build(source: Path, flags, compiler: str) -> Path:
         if not os.access(directory, os.W_OK):
             continue
         partial = directory / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        result = subprocess.run([compiler, *flags, str(source), "-o", str(partial), "-lm"],
+        result = subprocess.run([compiler, *flags, f"-I{HEADERS}", str(source), "-o",
+                                 str(partial), "-lm"],
                                 capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             partial.unlink(missing_ok=True)

@@ -29,10 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_AVX512_DISPATCH 1
-#endif
+#include "cpu_simd.h"
 
 #define ROW_BLOCK 64
 /* Trees deeper than AVX2_LEVELS_IN_REGISTERS take the SIMD walk only in blocks of this
@@ -582,31 +579,12 @@ static void oblivious_run_avx2(const oblivious_block *b, int64_t t0, int64_t t1)
  * one or two AVX2 registers) and vector leaves took the AVX2 walk faster
  * (benchmarks/notes.md, "AVX-512 and AVX2 over complete-tree copies"). */
 #define AVX2_LEVELS_IN_REGISTERS 5
-#define SIMD_NONE 0
-#define SIMD_AVX2 1
-#define SIMD_AVX512 2
-static int simd_support = -1;  /* unknown yet; then SIMD_* */
-
 /* The complete-tree walk this CPU takes (SIMD_*; tests and benchmarks read it). */
-int64_t woodstar_simd_walk(void)
-{
-#ifdef HAVE_AVX512_DISPATCH
-    if (simd_support < 0)
-        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
-                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
-#endif
-    return simd_support < 0 ? SIMD_NONE : simd_support;
-}
+int64_t woodstar_simd_walk(void) { return simd_form(); }
 
 /* Walk with at most ``level`` (tests and benchmarks time and check each form on one
  * CPU); returns the form now taken. Copies made for a wider form stay valid. */
-int64_t woodstar_limit_simd_walk(int64_t level)
-{
-    simd_support = -1;
-    const int64_t widest = woodstar_simd_walk();
-    simd_support = (int)(level < widest ? level : widest);
-    return simd_support;
-}
+int64_t woodstar_limit_simd_walk(int64_t level) { return simd_limit(level); }
 
 static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t n_cols,
                                           const complete_trees *ct, int64_t tree,
@@ -615,7 +593,7 @@ static inline int64_t complete_walk_float(const float *xb, int64_t rows, int64_t
 {
     if (!ct->start || ct->start[tree] < 0) return 0;
 #ifdef HAVE_AVX512_DISPATCH
-    const int64_t simd = woodstar_simd_walk();
+    const int64_t simd = simd_form();
     if (simd == SIMD_AVX512 && depth > AVX2_LEVELS_IN_REGISTERS && width == 1)
         return complete_walk_avx512(xb, rows, n_cols, ct->feature + ct->start[tree],
                                     ct->threshold + ct->start[tree], depth, leaf_at, acc,
@@ -781,7 +759,7 @@ static inline int oblivious_run_float(const float *xb, int64_t n_cols, float *xt
                                       oblivious_block *b, int64_t t0, int64_t t1)
 {
 #ifdef HAVE_AVX512_DISPATCH
-    const int64_t simd = woodstar_simd_walk();
+    const int64_t simd = simd_form();
     if (simd == SIMD_NONE) return 0;
     if (!*copied) {
         transpose_block(xb, b->rows, n_cols, b->ob, xt);

@@ -31,7 +31,7 @@ import numpy as np
 from ..ir.transforms import apply_post_transform, transformed_width
 from ..ir.tree_ensemble import TreeEnsemble
 from ._cpu_route import CpuRoute
-from ._native import build, find_compiler
+from ._native import build, find_compiler, simd_code, simd_name
 from ..lowering.trees._common import missing_range_bounds, node_thresholds
 from ..lowering.trees._layout import sibling_adjacent_layout
 
@@ -143,14 +143,11 @@ def available() -> bool:
     return _load() is not None
 
 
-SIMD_WALKS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in c_walk.c
-
-
 def simd_walk():
     """The instruction set this CPU walks the complete-tree copies with: "avx512",
     "avx2", or None (the row groups and lanes of the node walk take every row)."""
     lib = _load()
-    return None if lib is None else SIMD_WALKS[int(lib.woodstar_simd_walk())]
+    return None if lib is None else simd_name(lib.woodstar_simd_walk())
 
 
 def limit_simd_walk(name):
@@ -160,8 +157,7 @@ def limit_simd_walk(name):
     lib = _load()
     if lib is None:
         return None
-    level = {value: key for key, value in SIMD_WALKS.items()}[name]
-    return SIMD_WALKS[int(lib.woodstar_limit_simd_walk(level))]
+    return simd_name(lib.woodstar_limit_simd_walk(simd_code(name)))
 
 
 def unavailable_reason():
@@ -324,6 +320,14 @@ class CTreeWalk(CpuRoute):
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
 
+    def _walks_copies(self, ens: TreeEnsemble, dtype: str) -> bool:
+        """Whether the kernel's SIMD walk takes complete copies (whole trees or heads)
+        of this ensemble: float32 rows on a CPU with AVX2 or AVX-512, with no missing
+        range or categorical split (those keep the node walk's missing test), and row
+        offsets of a block that fit int32."""
+        return (dtype == "float32" and not ens.has_categorical and not ens.has_missing_range
+                and self.n_features < 1 << 24 and simd_walk() is not None)
+
     def _complete_trees(self, ens: TreeEnsemble, dtype: str):
         """The complete-tree copies the kernel's SIMD walk reads (``complete_trees``
         in c_walk.c): for the float route's trees of depth <= COMPLETE_TREE_MAX_DEPTH,
@@ -333,9 +337,7 @@ class CTreeWalk(CpuRoute):
         structure's four pointers (all 0 when no tree takes a copy)."""
         depths = self.depths.astype(np.int64)
         takes = depths <= COMPLETE_TREE_MAX_DEPTH
-        if (dtype != "float32" or ens.has_categorical or ens.has_missing_range
-                or self.n_features >= 1 << 24  # 64 rows of int32 offsets
-                or not takes.any() or not simd_walk()):  # the first three keep the missing test
+        if not takes.any() or not self._walks_copies(ens, dtype):
             self.ct_start = None
             return 0, 0, 0, 0
         start, feature, threshold, default_left, reached = _complete_levels(
@@ -358,8 +360,7 @@ class CTreeWalk(CpuRoute):
         a head)."""
         depths = self.depths.astype(np.int64)
         takes = (depths > max(COMPLETE_TREE_MAX_DEPTH, HEAD_LEVELS)) & (HEAD_LEVELS > 0)
-        if (dtype != "float32" or ens.has_categorical or ens.has_missing_range
-                or self.n_features >= 1 << 24 or not takes.any() or not simd_walk()):
+        if not takes.any() or not self._walks_copies(ens, dtype):
             self.hd_start = None
             return 0, 0, 0, 0, 0
         start, feature, threshold, _, reached = _complete_levels(

@@ -18,10 +18,7 @@
  */
 #include <math.h>
 #include <stdint.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_AVX512_DISPATCH 1
-#endif
+#include "cpu_simd.h"
 
 #define LINEAR_LAYOUT 1
 
@@ -194,33 +191,16 @@ static int prepare_rows_avx2(const linear_spec *s, const void *X, int64_t n, voi
 }
 #endif
 
-#define SIMD_NONE 0
-#define SIMD_AVX2 1
-#define SIMD_AVX512 2
-static int simd_support = -1;  /* unknown yet; then SIMD_* */
-
 /* The form this CPU prepares rows with (SIMD_*; tests read it). */
-int64_t woodstar_linear_simd(void) {
-#ifdef HAVE_AVX512_DISPATCH
-    if (simd_support < 0)
-        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
-                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
-#endif
-    return simd_support < 0 ? SIMD_NONE : simd_support;
-}
+int64_t woodstar_linear_simd(void) { return simd_form(); }
 
 /* Prepare rows with at most ``level`` (tests check every form on one CPU); returns the
  * form now taken. */
-int64_t woodstar_linear_limit_simd(int64_t level) {
-    simd_support = -1;
-    const int64_t widest = woodstar_linear_simd();
-    simd_support = (int)(level < widest ? level : widest);
-    return simd_support;
-}
+int64_t woodstar_linear_limit_simd(int64_t level) { return simd_limit(level); }
 
 static int prepare(const linear_spec *s, const void *X, int64_t n, void *scratch) {
 #ifdef HAVE_AVX512_DISPATCH
-    const int64_t simd = woodstar_linear_simd();
+    const int64_t simd = simd_form();
     if (simd == SIMD_AVX512) return prepare_rows_avx512(s, X, n, scratch);
     if (simd == SIMD_AVX2) return prepare_rows_avx2(s, X, n, scratch);
 #endif

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir import INPUT
 from ..ir.transforms import apply_post_transform
-from ._native import NativeLibrary
+from ._native import NativeLibrary, simd_code, simd_name
 
 __all__ = ["LinearSmallBatchEntry", "limit_simd_rows", "linear_entry", "numpy_blas",
            "simd_rows"]
@@ -214,14 +214,11 @@ def _agrees(entry, graph, n_features, dtype) -> bool:
     return True
 
 
-_SIMD_FORMS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in linear_entry.c
-
-
 def simd_rows():
     """The instruction set the entry prepares rows with: "avx512" (eight values at a
     time), "avx2" (four), or None (one at a time; the answers are the same)."""
     lib = _LIBRARY.load()
-    return None if lib is None else _SIMD_FORMS[int(lib.woodstar_linear_simd())]
+    return None if lib is None else simd_name(lib.woodstar_linear_simd())
 
 
 def limit_simd_rows(name):
@@ -230,8 +227,7 @@ def limit_simd_rows(name):
     lib = _LIBRARY.load()
     if lib is None:
         return None
-    level = {value: key for key, value in _SIMD_FORMS.items()}[name]
-    return _SIMD_FORMS[int(lib.woodstar_linear_limit_simd(level))]
+    return simd_name(lib.woodstar_linear_limit_simd(simd_code(name)))
 
 
 def linear_entry(ir, graph, precision: str, refuse_nan: bool, refuse_inf: bool):

@@ -14,10 +14,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_AVX512_DISPATCH 1
-#endif
+#include "cpu_simd.h"
 
 #define ROWS 16
 #define MAX_THREADS 256
@@ -128,30 +125,11 @@ DEFINE_NODE(node_f64, double)
 #define SIMD_MAX_DEPTH 8
 #define SIMD_VECTORS 4
 #define SIMD_ROWS (16 * SIMD_VECTORS)
-#define SIMD_NONE 0
-#define SIMD_AVX2 1
-#define SIMD_AVX512 2   /* the values of c_walk.c's woodstar_simd_walk */
-static int simd_support = -1;  /* unknown yet; then SIMD_* */
-
-int64_t woodstar_walk_ops_simd(void)
-{
-#ifdef HAVE_AVX512_DISPATCH
-    if (simd_support < 0)
-        simd_support = __builtin_cpu_supports("avx512f") ? SIMD_AVX512
-                       : __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_NONE;
-#endif
-    return simd_support < 0 ? SIMD_NONE : simd_support;
-}
+int64_t woodstar_walk_ops_simd(void) { return simd_form(); }
 
 /* Walk with at most ``level`` (tests check both forms on one CPU); returns the form now
  * taken. */
-int64_t woodstar_walk_ops_limit_simd(int64_t level)
-{
-    simd_support = -1;
-    const int64_t widest = woodstar_walk_ops_simd();
-    simd_support = (int)(level < widest ? level : widest);
-    return simd_support;
-}
+int64_t woodstar_walk_ops_limit_simd(int64_t level) { return simd_limit(level); }
 
 #ifdef HAVE_AVX512_DISPATCH
 __attribute__((target("avx512f")))
@@ -379,7 +357,7 @@ int64_t woodstar_perfect_walk(const walk_spec *s, int64_t f64, int64_t n_rows, d
 #ifdef HAVE_AVX512_DISPATCH
     /* The SIMD walks' gathers index a block's rows with 32-bit offsets. */
     if (!f64 && s->steps <= SIMD_MAX_DEPTH && s->n_cols <= INT32_MAX / SIMD_ROWS) {
-        const int64_t simd = woodstar_walk_ops_simd();
+        const int64_t simd = simd_form();
         walk = simd == SIMD_AVX512 ? perfect_f32_avx512_rows
                : simd == SIMD_AVX2 ? perfect_f32_avx2_rows : walk;
     }

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..lowering.trees.walk_op import node_tree_walk, perfect_tree_walk
-from ._native import NativeLibrary
+from ._native import NativeLibrary, simd_code, simd_name
 
 __all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk",
            "simd_walk", "limit_simd_walk"]
@@ -54,14 +54,11 @@ _REGISTER_LOCK = threading.Lock()
 _registered = False
 
 
-SIMD_WALKS = {0: None, 1: "avx2", 2: "avx512"}  # SIMD_* in walk_ops.c (c_walk.c's values)
-
-
 def simd_walk():
     """The instruction set perfect trees of depth 8 or less walk with: "avx512" (16 rows
     per vector), "avx2" (8), or None (also where the library does not build)."""
     lib = _LIBRARY.load()
-    return None if lib is None else SIMD_WALKS[int(lib.woodstar_walk_ops_simd())]
+    return None if lib is None else simd_name(lib.woodstar_walk_ops_simd())
 
 
 def limit_simd_walk(name):
@@ -70,8 +67,7 @@ def limit_simd_walk(name):
     lib = _LIBRARY.load()
     if lib is None:
         return None
-    level = {value: key for key, value in SIMD_WALKS.items()}[name]
-    return SIMD_WALKS[int(lib.woodstar_walk_ops_limit_simd(level))]
+    return simd_name(lib.woodstar_walk_ops_limit_simd(simd_code(name)))
 
 
 def available() -> bool:

@@ -191,9 +191,6 @@ OBLIVIOUS_LEVELS = 8  # OBLIVIOUS_LEVELS in c_walk.c
 # walk split over two threads began to pay from about 256 rows of 500 depth-6 trees,
 # against about 73 for the same steps of the node walk (benchmarks/notes.md).
 OBLIVIOUS_STEP_COST = 0.25
-# A level walked as vectors (a complete-tree copy's, or a head's) counts as this many
-# node steps toward ``parallel_min_steps``.
-SIMD_STEP_COST = 1.0
 # Calls of fewer node steps than this stay on one thread (``CTreeWalk``). A step's cost
 # now differs by walk (vectors, leaf width, heads), so no one count suits every model;
 # 400 000 was measured and rejected (benchmarks/notes.md, "The thread split: 400 000
@@ -309,12 +306,8 @@ class CTreeWalk(CpuRoute):
                              *self._tree_heads(ens, dtype, order))
         self._model_address = ctypes.addressof(self._model)
         depths = self.depths.astype(np.float64)
-        if self.ct_start is not None:  # levels walked as vectors cost less
-            depths[self.ct_start >= 0] *= SIMD_STEP_COST
-        if self.hd_start is not None:
-            depths[self.hd_start >= 0] -= HEAD_LEVELS * (1 - SIMD_STEP_COST)
         if self.ob_nan_right is not None:  # a level without a node lookup costs less
-            depths[self.ob_nan_right >= 0] = self.depths[self.ob_nan_right >= 0] * OBLIVIOUS_STEP_COST
+            depths[self.ob_nan_right >= 0] *= OBLIVIOUS_STEP_COST
         self.steps_per_row = max(1, int(depths.sum()))
         self.parallel_min_steps = PARALLEL_MIN_STEPS
         self.n_threads = max(1, int(n_threads))

@@ -128,7 +128,7 @@ def test_a_block_with_nan_walks_from_the_root(rng, monkeypatch):
     np.testing.assert_array_equal(walk(X)[0], predict(ens, X.astype(np.float64))[0])
 
 
-def test_the_float64_route_and_missing_ranges_take_no_heads(rng, monkeypatch):
+def test_the_float64_route_takes_no_heads(rng, monkeypatch):
     ens = _deep_ensemble(rng, "one-output")
     assert _walk(ens, monkeypatch, c_walk.HEAD_LEVELS).hd_start is not None or not c_walk.simd_walk()
     assert c_walk.CTreeWalk(ens, "float64").hd_start is None

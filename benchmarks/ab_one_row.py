@@ -104,11 +104,11 @@ def _median_ms(fns, repeats):
     return {k: 1e3 * statistics.median(v) for k, v in times.items()}
 
 
-def _ort_session(data):
+def _ort_session(data, threads=1):
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
 
 
@@ -230,35 +230,43 @@ SMALL_BATCH_CELLS = [(1, np.float32), (1, np.float64), (10, np.float32), (64, np
                      (100, np.float32), (100, np.float64), (255, np.float32)]
 
 
-def small_batch(repeats, rounds, names=None, cells=None, simd_rows="avx512"):
+def small_batch(repeats, rounds, names=None, cells=None, simd_rows="avx512", threads=1):
     """The one-call small-batch entries (the compiled walk's, c_walk.SmallBatchEntry; a
-    linear model's, linear_entry.LinearSmallBatchEntry) against
+    linear model's, linear_entry.LinearNativeEntry) against
     the full Python path, in one process: the same converted model with the entry on
     and off (its cache entry set to False, as WOODSTAR_SMALL_BATCH_ROWS=0 would leave
     it), interleaved with ONNX Runtime, ``rounds`` times; ratios per round. The entry
     is allowed up to SMALL_BATCH_LIMIT rows here, to find where it stops paying; float64
-    rows (rounded to float32 by the entry, by ``astype`` for ONNX Runtime) too."""
+    rows (rounded to float32 by the entry, by ``astype`` for ONNX Runtime) too. Cells of
+    more rows time the linear entry's calls with NumPy's buffers (no ceiling then), each
+    with fewer calls (``repeats`` x 255 / rows, at least 5). ``threads``: ONNX Runtime's
+    and woodstar's (``n_threads``); NumPy's BLAS keeps its own."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     import woodstar
     from woodstar import container
     from woodstar.runtimes import linear_entry
 
     container.SMALL_BATCH_ROWS = SMALL_BATCH_LIMIT
-    linear_entry._MAX_ROWS = SMALL_BATCH_LIMIT  # to find where the linear entry stops paying
+    cells = cells or SMALL_BATCH_CELLS
+    most = max(n for n, _ in cells)
+    if most <= SMALL_BATCH_LIMIT:  # to find where the linear entry's stack path stops paying
+        linear_entry._MAX_ROWS = SMALL_BATCH_LIMIT
     print(f"linear entry rows prepared with: {linear_entry.limit_simd_rows(simd_rows)}")
 
     models = _train()
-    X_all, _ = _data(300, seed=12345)
+    X_all, _ = _data(max(300, most + 5), seed=12345)
     X_all[3, 5] = np.nan
     rows = []
     for name in names or ("rf_100x8", "xgb_300x8", "lgbm_100x31", "scaler_logreg"):
         model = models[name]
-        on, off = woodstar.convert(model), woodstar.convert(model)
+        config = {"n_threads": threads}
+        on, off = (woodstar.convert(model, extra_config=config),
+                   woodstar.convert(model, extra_config=config))
         off._small_batch = {"float32": False, "float64": False}
-        ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model)))
-        for n, dtype in cells or SMALL_BATCH_CELLS:
+        ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model), threads))
+        for n, dtype in cells:
             X = np.ascontiguousarray(X_all[:n], dtype=dtype)
             if name == "scaler_logreg":  # refuses NaN: rows without it
                 X = np.ascontiguousarray(X_all[5:5 + n], dtype=dtype)
@@ -269,9 +277,10 @@ def small_batch(repeats, rounds, names=None, cells=None, simd_rows="avx512"):
             fns = {"entry": lambda X=X: on.predict_proba(X),
                    "full path": lambda X=X: off.predict_proba(X),
                    "onnxruntime": lambda X=X: ort_run(X.astype(np.float32, copy=False))}
-            per_round = [_median_ms(fns, repeats) for _ in range(rounds)]
+            calls = max(5, min(repeats, repeats * SMALL_BATCH_LIMIT // n))
+            per_round = [_median_ms(fns, calls) for _ in range(rounds)]
             row = {"model": name, "input": np.dtype(dtype).name, "rows": n,
-                   "entry_taken": taken}
+                   "threads": threads, "entry_taken": taken}
             for key in fns:
                 row[f"{key}_ms"] = round(statistics.median(r[key] for r in per_round), 4)
             for a, b in (("entry", "full path"), ("entry", "onnxruntime"),
@@ -350,6 +359,8 @@ def main(argv=None):
                         help="with --small-batch: these row counts, float32 and float64 each")
     parser.add_argument("--simd-rows", default="avx512", choices=("avx512", "avx2", "none"),
                         help="with --small-batch: the widest form the linear entry may use")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --small-batch: ONNX Runtime's and woodstar's threads")
     parser.add_argument("--small-batch-output",
                         default=str(ROOT / "benchmarks/results/one_row_native.json"))
     parser.add_argument("--conversion", action="store_true",
@@ -362,11 +373,12 @@ def main(argv=None):
         cells = ([(int(n), np.dtype(d).type) for n in args.small_batch_rows.split(",")
                   for d in ("float32", "float64")] if args.small_batch_rows else None)
         rows = small_batch(args.repeats * 3, args.rounds, names, cells,
-                           None if args.simd_rows == "none" else args.simd_rows)
+                           None if args.simd_rows == "none" else args.simd_rows, args.threads)
         output = Path(args.small_batch_output)
         output.write_text(json.dumps({
-            "date": time.strftime("%Y-%m-%d"), "threads": 1, "rounds": args.rounds,
-            "entry_rows_allowed": SMALL_BATCH_LIMIT,
+            "date": time.strftime("%Y-%m-%d"), "threads": args.threads, "rounds": args.rounds,
+            "entry_rows_allowed": SMALL_BATCH_LIMIT if cells is None or max(
+                n for n, _ in cells) <= SMALL_BATCH_LIMIT else "any",
             "calls_per_cell_per_round": args.repeats * 3, "rows": rows}, indent=1) + "\n")
         return print(f"wrote {output}")
     if args.candidates or args.conversion:

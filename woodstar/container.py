@@ -196,10 +196,10 @@ class ConvertedModel:
         return plan.precision_for(self.ir, self._options, X)
 
     def _small_batch_entry(self, precision):
-        """The one-call native entry for small NumPy batches at ``precision`` (the
-        compiled walk's, or a linear model's: runtimes/linear_entry.py), or False: only
-        for calls that would run on that route alone, in one batch, on input that needs
-        no encoding."""
+        """The one-call native entry for NumPy batches at ``precision`` (the compiled
+        walk's, for small ones; or a linear model's: runtimes/linear_entry.py), or
+        False: only for calls that would run on that route alone, in one batch, on input
+        that needs no encoding."""
         entry = False
         to_features, routes = self._to_features, self._routes
         rows = min(SMALL_BATCH_ROWS, routes.cpu_rows)
@@ -220,8 +220,8 @@ class ConvertedModel:
 
             entry = linear_entry(self.ir, self._cpu_runner("numpy", precision), precision,
                                  to_features.refuse_nan, to_features.refuse_inf) or False
-            if entry:
-                entry.max_rows = min(entry.max_rows, rows,
+            if entry:  # every call the NumPy route would run in one batch
+                entry.max_rows = min(entry.max_rows, routes.cpu_rows,
                                      self._rows_per_batch("numpy", precision))
         self._small_batch[precision] = entry
         return entry

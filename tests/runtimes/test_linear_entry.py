@@ -12,7 +12,7 @@ from sklearn.svm import LinearSVC
 
 import woodstar
 from woodstar.runtimes import linear_entry as entry_module
-from woodstar.runtimes.linear_entry import LinearSmallBatchEntry
+from woodstar.runtimes.linear_entry import LinearNativeEntry
 
 N_FEATURES = 13
 
@@ -40,6 +40,7 @@ MODELS = {
     "scaled_logistic": lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=300)),
     "robust_logistic_3": lambda: make_pipeline(RobustScaler(), LogisticRegression(max_iter=300)),
     "minmax_ridge": lambda: make_pipeline(MinMaxScaler(), Ridge()),
+    "robust_ridge": lambda: make_pipeline(RobustScaler(), Ridge()),
     "maxabs_linear": lambda: make_pipeline(MaxAbsScaler(), LinearRegression()),
     "ridge_two_targets": lambda: Ridge(alpha=0.5),
     "scaled_svc": lambda: make_pipeline(StandardScaler(), LinearSVC()),
@@ -65,7 +66,7 @@ def _fitted(name, dtype):
     if name == "ridge_two_targets":
         return model.fit(X, np.c_[X[:, 0] * 0.5, X[:, 2]].astype(np.float64))
     target = y3 if name.endswith("_3") else y
-    if name in ("minmax_ridge", "maxabs_linear"):
+    if name in ("minmax_ridge", "maxabs_linear", "robust_ridge"):
         target = X[:, 0] * 0.3 + X[:, 5]
     return model.fit(X, target)
 
@@ -88,7 +89,7 @@ def test_small_calls_are_scikit_learns_to_the_bit(name, dtype, rows_form):
             np.testing.assert_array_equal(getattr(converted, method)(batch),
                                           getattr(model, method)(batch), err_msg=method)
     precision = np.dtype(dtype).name
-    assert isinstance(converted._small_batch[precision], LinearSmallBatchEntry), \
+    assert isinstance(converted._small_batch[precision], LinearNativeEntry), \
         "the native entry was not taken"
 
 
@@ -97,7 +98,7 @@ def test_the_entry_takes_one_row_of_several_outputs_and_leaves_batches_of_them()
     converted = woodstar.convert(model, "torch")
     converted.predict(_rows(np.float32, 1, 1))
     entry = converted._small_batch["float32"]
-    assert isinstance(entry, LinearSmallBatchEntry) and entry.max_rows == 1
+    assert isinstance(entry, LinearNativeEntry) and entry.max_rows == 1
     assert entry(_rows(np.float32, 1, 1)) is not None
     assert entry(_rows(np.float32, 1, 2)) is None  # a matrix product: NumPy's gemm path
 
@@ -161,7 +162,7 @@ def test_without_numpys_blas_the_numpy_route_answers(monkeypatch):
 
 def test_an_entry_that_disagrees_with_the_numpy_route_is_not_used():
     class Off:
-        max_rows = 3
+        max_rows = stack_rows = 3
 
         def __init__(self, real):
             self.real = real
@@ -189,19 +190,93 @@ def test_the_entry_can_be_turned_off_for_timing(monkeypatch):
 
 
 
-def test_the_entry_takes_batches_up_to_its_cpus_ceiling():
-    """255 rows where it prepares rows with AVX2 or AVX-512, 64 where it goes value by
-    value (past those, NumPy's route is faster); larger batches take the full path."""
+def test_the_entry_takes_every_batch_the_numpy_route_runs_whole_where_it_steps_vectors():
+    """With AVX2 or AVX-512: up to 255 rows in the C call's buffers, more in NumPy's, up
+    to the rows of one batch; value by value: 64 rows (past that, NumPy's route is
+    faster). Larger batches take the full path."""
     model = _fitted("scaled_logistic", np.float32)
-    converted = woodstar.convert(model, "torch")
+    converted = woodstar.convert(model, "torch", extra_config={"batch_size": 700})
     converted.predict(_rows(np.float32, 10, 1))
     entry = converted._small_batch["float32"]
-    ceiling = 255 if entry_module.simd_rows() else 64
-    assert entry.max_rows == ceiling
-    assert entry(_rows(np.float32, 10, ceiling)) is not None
-    assert entry(_rows(np.float32, 10, ceiling + 1)) is None
-    big = _rows(np.float32, 11, ceiling + 1)
+    simd = entry_module.simd_rows() is not None
+    assert entry.stack_rows == (255 if simd else 64)
+    assert entry.max_rows == (700 if simd else 64)
+    assert entry(_rows(np.float32, 10, entry.max_rows)) is not None
+    assert entry(_rows(np.float32, 10, entry.max_rows + 1)) is None
+    big = _rows(np.float32, 11, 1500)  # three batches on the full path
     np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
+
+
+ONE_OUTPUT = ("logistic", "maxabs_linear", "minmax_ridge", "robust_ridge", "scaled_logistic",
+              "scaled_svc")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ONE_OUTPUT)
+def test_large_calls_are_scikit_learns_to_the_bit(name, dtype, rows_form):
+    """Batches past the C call's own buffers (NumPy's, and BLAS's threads from about
+    700 rows here), of sizes that end in every lane of a vector."""
+    model = _fitted(name, dtype)
+    converted = woodstar.convert(model, "torch")
+    methods = [m for m in METHODS if hasattr(model, m)]
+    for n in (256, 1001, 2053, 4099, 10_000):
+        batch = _rows(dtype, seed=n, n=n)
+        for method in methods:
+            np.testing.assert_array_equal(getattr(converted, method)(batch),
+                                          getattr(model, method)(batch), err_msg=method)
+    entry = converted._small_batch[np.dtype(dtype).name]
+    assert isinstance(entry, LinearNativeEntry)
+    taken = entry(_rows(dtype, 1, 4099)) is not None
+    assert taken == (rows_form is not None), "a large call went the wrong way"
+    if name == "robust_ridge" and dtype == np.float32:  # operands that are not float32 values
+        assert entry._spec.steps_float == 0
+
+
+@pytest.mark.parametrize("name", ("scaled_logistic", "minmax_ridge", "maxabs_linear"))
+def test_float32_rows_stepped_in_float32_or_in_double_give_the_same_bits(name, rows_form):
+    """The SIMD forms step float32 rows in float32 where every operand is a float32
+    value; stepping in double and rounding, as the other forms do, gives the same.
+    (RobustScaler's float64 operands on float32 rows step in double: robust_ridge.)"""
+    if rows_form is None:
+        pytest.skip("the scalar form always steps in double")
+    model = _fitted(name, np.float32)
+    converted = woodstar.convert(model, "torch")
+    converted.predict(_rows(np.float32, 1, 1))
+    entry = converted._small_batch["float32"]
+    assert entry._spec.steps_float == 1
+    for n in (1, 7, 255, 256, 2053) if entry.max_rows > 1 else (1,):
+        X = _rows(np.float32, n, n)
+        X[::5] *= np.float32(1e-30)  # subnormal results
+        in_float = entry(X)
+        entry._spec.steps_float = 0
+        try:
+            in_double = entry(X)
+        finally:
+            entry._spec.steps_float = 1
+        for a, b in zip(in_float, in_double):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_calls_refuse_what_small_ones_refuse(dtype, rows_form):
+    """A NaN or an infinity anywhere in a large call, the run's last value included,
+    leaves the call to the full path and its error."""
+    model = _fitted("scaled_logistic", dtype)
+    converted = woodstar.convert(model, "torch")
+    converted.predict(_rows(dtype, 1, 1))
+    entry = converted._small_batch[np.dtype(dtype).name]
+    for n in (1001, 2053):
+        X = _rows(dtype, 12, n)
+        assert (entry(X) is not None) == (rows_form is not None)
+        size = X.size  # the rows are read as one run: every lane of its first vectors and
+        places = [*range(16), *range(size // 2, size // 2 + 16), *range(size - 16, size)]
+        for bad in (np.nan, np.inf, -np.inf):  # of its middle and last ones
+            for place in places:
+                Y = X.copy()
+                Y.flat[place] = bad
+                assert entry(Y) is None, (bad, place)
+            with pytest.raises(ValueError, match="NaN|infinity"):
+                converted.predict_proba(Y)
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads /proc/cpuinfo")

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include "cpu_simd.h"
 
-#define LINEAR_LAYOUT 1
+#define LINEAR_LAYOUT 2
 
 typedef float (*sdot_fn)(int64_t, const float *, int64_t, const float *, int64_t);
 typedef double (*ddot_fn)(int64_t, const double *, int64_t, const double *, int64_t);
@@ -50,6 +50,12 @@ typedef struct {
     const double *intercept;   /* n_outputs values, exact in the raw dtype */
     int64_t link;              /* LINK_* */
     void *dot, *gemv;          /* the BLAS routines of the product's dtype */
+    int64_t steps_float;       /* float32 rows whose step operands are all float32
+                                * values: the SIMD forms step in float32 (below) */
+    const double *tiled_operands; /* n_steps x period: the operands repeated along the
+                                   * rows' run (prepare_rows_avx512) */
+    const float *float_operands;  /* the same as float32, where steps_float */
+    int64_t period;
 } linear_spec;
 
 int64_t woodstar_linear_layout(void) { return LINEAR_LAYOUT * 1000 + (int64_t)sizeof(linear_spec); }
@@ -91,47 +97,53 @@ static int prepare_rows(const linear_spec *s, const void *X, int64_t n, void *sc
 }
 
 #ifdef HAVE_AVX512_DISPATCH
-/* prepare_rows, eight values of a row at a time: the same IEEE operations on each value
- * (a float32 step computed in double and rounded, as (double)(float) does), the same
- * refusals. Lanes past the row's end are masked off, so they compute nothing. */
+/* prepare_rows, eight values at a time: the same IEEE operations on each value (a float32
+ * step computed in double and rounded, as (double)(float) does), the same refusals. The
+ * rows are read as one run of n x n_features values: the operands come repeated to
+ * ``period`` values (a multiple of n_features and of 16), so that no vector straddles a
+ * repetition and only the run's last vector is masked (masked stores are slow on some
+ * CPUs); its lanes past the run's end compute nothing. */
 __attribute__((target("avx512f")))
 static int prepare_rows_avx512(const linear_spec *s, const void *X, int64_t n, void *scratch) {
-    const int64_t d = s->n_features;
+    const int64_t total = n * s->n_features, period = s->period;
     const __m512d limit = _mm512_set1_pd(s->limit), infinity = _mm512_set1_pd(INFINITY);
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < d; j += 8) {
-            const int64_t i = r * d + j;
-            const __mmask8 lanes = d - j >= 8 ? 0xFF : (__mmask8)((1u << (d - j)) - 1u);
-            __m512d v = s->rows_double
-                ? _mm512_maskz_loadu_pd(lanes, (const double *)X + i)
-                : _mm512_cvtps_pd(_mm512_castps512_ps256(
-                      _mm512_maskz_loadu_ps(lanes, (const float *)X + i)));
-            const __mmask8 nan = _mm512_mask_cmp_pd_mask(lanes, v, v, _CMP_UNORD_Q);
-            if (nan && (s->check & CHECK_NAN)) return 0;
-            if ((s->check & CHECK_RANGE)
-                && _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(v), limit, _CMP_GT_OQ))
-                return 0;
-            for (int64_t k = 0; k < s->n_steps; k++) {
-                const __m512d before = v;
-                const __m512d operand = _mm512_maskz_loadu_pd(lanes, s->operands + k * d + j);
-                switch (s->step_ops[k]) {
-                case OP_ADD: v = _mm512_mask_add_pd(v, lanes, v, operand); break;
-                case OP_SUB: v = _mm512_mask_sub_pd(v, lanes, v, operand); break;
-                case OP_MUL: v = _mm512_mask_mul_pd(v, lanes, v, operand); break;
-                default: v = _mm512_mask_div_pd(v, lanes, v, operand); break;
-                }
-                if (!s->rows_double) v = _mm512_cvtps_pd(_mm512_cvtpd_ps(v));
-                const __mmask8 finite_before =
-                    _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(before), infinity, _CMP_LT_OQ);
-                if (finite_before & ~_mm512_cmp_pd_mask(_mm512_abs_pd(v), infinity, _CMP_LT_OQ))
-                    return 0;
+    int64_t at = 0;  /* the position in the operands' period */
+    for (int64_t i = 0; i < total; i += 8) {
+        const __mmask8 lanes = total - i >= 8 ? 0xFF : (__mmask8)((1u << (total - i)) - 1u);
+        __m512d v = s->rows_double
+            ? _mm512_maskz_loadu_pd(lanes, (const double *)X + i)
+            : _mm512_cvtps_pd(_mm512_castps512_ps256(
+                  _mm512_maskz_loadu_ps(lanes, (const float *)X + i)));
+        const __mmask8 nan = _mm512_mask_cmp_pd_mask(lanes, v, v, _CMP_UNORD_Q);
+        if (nan && (s->check & CHECK_NAN)) return 0;
+        if ((s->check & CHECK_RANGE)
+            && _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(v), limit, _CMP_GT_OQ))
+            return 0;
+        for (int64_t k = 0; k < s->n_steps; k++) {
+            const __m512d before = v;
+            const __m512d operand = _mm512_loadu_pd(s->tiled_operands + k * period + at);
+            switch (s->step_ops[k]) {
+            case OP_ADD: v = _mm512_add_pd(v, operand); break;
+            case OP_SUB: v = _mm512_sub_pd(v, operand); break;
+            case OP_MUL: v = _mm512_mul_pd(v, operand); break;
+            default: v = _mm512_div_pd(v, operand); break;
             }
-            if (s->product_double)
-                _mm512_mask_storeu_pd((double *)scratch + i, lanes, v);
-            else
-                _mm512_mask_storeu_ps((float *)scratch + i, (__mmask16)lanes,
-                                      _mm512_castps256_ps512(_mm512_cvtpd_ps(v)));
+            if (!s->rows_double) v = _mm512_cvtps_pd(_mm512_cvtpd_ps(v));
+            const __mmask8 finite_before =
+                _mm512_mask_cmp_pd_mask(lanes, _mm512_abs_pd(before), infinity, _CMP_LT_OQ);
+            if (finite_before & ~_mm512_cmp_pd_mask(_mm512_abs_pd(v), infinity, _CMP_LT_OQ))
+                return 0;
         }
+        if (s->product_double) {
+            if (lanes == 0xFF) _mm512_storeu_pd((double *)scratch + i, v);
+            else _mm512_mask_storeu_pd((double *)scratch + i, lanes, v);
+        } else {
+            const __m256 floats = _mm512_cvtpd_ps(v);
+            if (lanes == 0xFF) _mm256_storeu_ps((float *)scratch + i, floats);
+            else _mm512_mask_storeu_ps((float *)scratch + i, (__mmask16)lanes,
+                                       _mm512_castps256_ps512(floats));
+        }
+        at = at + 8 == period ? 0 : at + 8;
     }
     return 1;
 }
@@ -142,50 +154,171 @@ static inline __m128i float_lanes(__m256i wide) {
     return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(wide, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
 }
 
-/* prepare_rows with AVX2, four values of a row at a time, as prepare_rows_avx512 does
- * eight (lanes past the row's end load zeros and are left out of every test). */
+/* prepare_rows_avx512 with AVX2, four values at a time (the last vector's lanes past the
+ * run's end load zeros and are left out of every test). */
 __attribute__((target("avx2")))
 static int prepare_rows_avx2(const linear_spec *s, const void *X, int64_t n, void *scratch) {
-    const int64_t d = s->n_features;
+    const int64_t total = n * s->n_features, period = s->period;
     const __m256d limit = _mm256_set1_pd(s->limit), infinity = _mm256_set1_pd(INFINITY);
     const __m256d sign = _mm256_set1_pd(-0.0);
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < d; j += 4) {
-            const int64_t i = r * d + j, left = d - j < 4 ? d - j : 4;
-            const int lanes = (1 << left) - 1;  /* movemask bits of the row's values */
-            const __m256i wide = _mm256_cmpgt_epi64(_mm256_set1_epi64x(left),
-                                                    _mm256_setr_epi64x(0, 1, 2, 3));
-            __m256d v = s->rows_double
-                ? _mm256_maskload_pd((const double *)X + i, wide)
-                : _mm256_cvtps_pd(_mm_maskload_ps((const float *)X + i,
-                                                  float_lanes(wide)));
-            if ((s->check & CHECK_NAN) && (_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) & lanes))
-                return 0;
-            if ((s->check & CHECK_RANGE) && (_mm256_movemask_pd(
-                    _mm256_cmp_pd(_mm256_andnot_pd(sign, v), limit, _CMP_GT_OQ)) & lanes))
-                return 0;
-            for (int64_t k = 0; k < s->n_steps; k++) {
-                const __m256d before = v;
-                const __m256d operand = _mm256_maskload_pd(s->operands + k * d + j, wide);
-                switch (s->step_ops[k]) {
-                case OP_ADD: v = _mm256_add_pd(v, operand); break;
-                case OP_SUB: v = _mm256_sub_pd(v, operand); break;
-                case OP_MUL: v = _mm256_mul_pd(v, operand); break;
-                default: v = _mm256_div_pd(v, operand); break;
-                }
-                if (!s->rows_double) v = _mm256_cvtps_pd(_mm256_cvtpd_ps(v));
-                const int finite_before = _mm256_movemask_pd(
-                    _mm256_cmp_pd(_mm256_andnot_pd(sign, before), infinity, _CMP_LT_OQ));
-                const int finite_after = _mm256_movemask_pd(
-                    _mm256_cmp_pd(_mm256_andnot_pd(sign, v), infinity, _CMP_LT_OQ));
-                if (finite_before & ~finite_after & lanes) return 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < total; i += 4) {
+        const int64_t left = total - i < 4 ? total - i : 4;
+        const int lanes = (1 << left) - 1;  /* movemask bits of the run's values */
+        const __m256i wide = _mm256_cmpgt_epi64(_mm256_set1_epi64x(left),
+                                                _mm256_setr_epi64x(0, 1, 2, 3));
+        __m256d v;
+        if (s->rows_double)
+            v = left == 4 ? _mm256_loadu_pd((const double *)X + i)
+                          : _mm256_maskload_pd((const double *)X + i, wide);
+        else
+            v = _mm256_cvtps_pd(left == 4 ? _mm_loadu_ps((const float *)X + i)
+                                          : _mm_maskload_ps((const float *)X + i,
+                                                            float_lanes(wide)));
+        if ((s->check & CHECK_NAN) && (_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) & lanes))
+            return 0;
+        if ((s->check & CHECK_RANGE) && (_mm256_movemask_pd(
+                _mm256_cmp_pd(_mm256_andnot_pd(sign, v), limit, _CMP_GT_OQ)) & lanes))
+            return 0;
+        for (int64_t k = 0; k < s->n_steps; k++) {
+            const __m256d before = v;
+            const __m256d operand = _mm256_loadu_pd(s->tiled_operands + k * period + at);
+            switch (s->step_ops[k]) {
+            case OP_ADD: v = _mm256_add_pd(v, operand); break;
+            case OP_SUB: v = _mm256_sub_pd(v, operand); break;
+            case OP_MUL: v = _mm256_mul_pd(v, operand); break;
+            default: v = _mm256_div_pd(v, operand); break;
             }
-            if (s->product_double)
-                _mm256_maskstore_pd((double *)scratch + i, wide, v);
-            else
-                _mm_maskstore_ps((float *)scratch + i, float_lanes(wide),
-                                 _mm256_cvtpd_ps(v));
+            if (!s->rows_double) v = _mm256_cvtps_pd(_mm256_cvtpd_ps(v));
+            const int finite_before = _mm256_movemask_pd(
+                _mm256_cmp_pd(_mm256_andnot_pd(sign, before), infinity, _CMP_LT_OQ));
+            const int finite_after = _mm256_movemask_pd(
+                _mm256_cmp_pd(_mm256_andnot_pd(sign, v), infinity, _CMP_LT_OQ));
+            if (finite_before & ~finite_after & lanes) return 0;
         }
+        if (s->product_double) {
+            if (left == 4) _mm256_storeu_pd((double *)scratch + i, v);
+            else _mm256_maskstore_pd((double *)scratch + i, wide, v);
+        } else if (left == 4) {
+            _mm_storeu_ps((float *)scratch + i, _mm256_cvtpd_ps(v));
+        } else {
+            _mm_maskstore_ps((float *)scratch + i, float_lanes(wide), _mm256_cvtpd_ps(v));
+        }
+        at = at + 4 == period ? 0 : at + 4;
+    }
+    return 1;
+}
+
+/* The rows of a float32 chain stepped in float32 itself, sixteen values at a time, as one
+ * run like prepare_rows_avx512. The same answers as stepping in double and rounding (as
+ * the forms above do): every operand is a float32 value (linear_entry.py checks), and a
+ * float32 +, -, * or / is the double one rounded, since a double holds more than twice a
+ * float's digits; float32 division takes a fraction of double division's time. The range
+ * check reads "beyond float32's largest value": the source's limit is that large or
+ * larger (float32's or float64's), which no finite float32 exceeds. */
+__attribute__((target("avx512f")))
+static int prepare_floats_avx512(const linear_spec *s, const float *X, int64_t n,
+                                 void *scratch) {
+    const int64_t total = n * s->n_features, period = s->period;
+    const __m512 infinity = _mm512_set1_ps(INFINITY);
+    int64_t at = 0;  /* the position in the operands' period */
+    for (int64_t i = 0; i < total; i += 16) {
+        const __mmask16 lanes = total - i >= 16 ? 0xFFFF : (__mmask16)((1u << (total - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(lanes, X + i);
+        if ((s->check & CHECK_NAN) && _mm512_mask_cmp_ps_mask(lanes, v, v, _CMP_UNORD_Q))
+            return 0;
+        if ((s->check & CHECK_RANGE)
+            && _mm512_mask_cmp_ps_mask(lanes, _mm512_abs_ps(v), infinity, _CMP_EQ_OQ))
+            return 0;
+        for (int64_t k = 0; k < s->n_steps; k++) {
+            const __m512 before = v;
+            const __m512 operand = _mm512_loadu_ps(s->float_operands + k * period + at);
+            switch (s->step_ops[k]) {
+            case OP_ADD: v = _mm512_add_ps(v, operand); break;
+            case OP_SUB: v = _mm512_sub_ps(v, operand); break;
+            case OP_MUL: v = _mm512_mul_ps(v, operand); break;
+            default: v = _mm512_div_ps(v, operand); break;
+            }
+            const __mmask16 finite_before =
+                _mm512_mask_cmp_ps_mask(lanes, _mm512_abs_ps(before), infinity, _CMP_LT_OQ);
+            if (finite_before & ~_mm512_cmp_ps_mask(_mm512_abs_ps(v), infinity, _CMP_LT_OQ))
+                return 0;
+        }
+        if (s->product_double) {
+            double *out = (double *)scratch + i;
+            const __m512d low = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+            const __m512d high = _mm512_cvtps_pd(_mm256_castpd_ps(
+                _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+            if (lanes == 0xFFFF) {
+                _mm512_storeu_pd(out, low);
+                _mm512_storeu_pd(out + 8, high);
+            } else {
+                _mm512_mask_storeu_pd(out, (__mmask8)lanes, low);
+                _mm512_mask_storeu_pd(out + 8, (__mmask8)(lanes >> 8), high);
+            }
+        } else if (lanes == 0xFFFF) {
+            _mm512_storeu_ps((float *)scratch + i, v);
+        } else {
+            _mm512_mask_storeu_ps((float *)scratch + i, lanes, v);
+        }
+        at = at + 16 == period ? 0 : at + 16;
+    }
+    return 1;
+}
+
+/* prepare_floats_avx512 with AVX2, eight values at a time; the last vector's lanes past
+ * the run's end load zeros and are left out of every test. */
+__attribute__((target("avx2")))
+static int prepare_floats_avx2(const linear_spec *s, const float *X, int64_t n,
+                               void *scratch) {
+    const int64_t total = n * s->n_features, period = s->period;
+    const __m256 infinity = _mm256_set1_ps(INFINITY), sign = _mm256_set1_ps(-0.0f);
+    int64_t at = 0;
+    for (int64_t i = 0; i < total; i += 8) {
+        const int64_t left = total - i < 8 ? total - i : 8;
+        const int lanes = (1 << left) - 1;  /* movemask bits of the run's values */
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = left == 8 ? _mm256_loadu_ps(X + i) : _mm256_maskload_ps(X + i, mask);
+        if ((s->check & CHECK_NAN)
+            && (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) & lanes))
+            return 0;
+        if ((s->check & CHECK_RANGE) && (_mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, v), infinity, _CMP_EQ_OQ)) & lanes))
+            return 0;
+        for (int64_t k = 0; k < s->n_steps; k++) {
+            const __m256 before = v;
+            const __m256 operand = _mm256_loadu_ps(s->float_operands + k * period + at);
+            switch (s->step_ops[k]) {
+            case OP_ADD: v = _mm256_add_ps(v, operand); break;
+            case OP_SUB: v = _mm256_sub_ps(v, operand); break;
+            case OP_MUL: v = _mm256_mul_ps(v, operand); break;
+            default: v = _mm256_div_ps(v, operand); break;
+            }
+            const int finite_before = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, before), infinity, _CMP_LT_OQ));
+            const int finite_after = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, v), infinity, _CMP_LT_OQ));
+            if (finite_before & ~finite_after & lanes) return 0;
+        }
+        if (s->product_double) {
+            double *out = (double *)scratch + i;
+            const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+            const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+            if (left == 8) {
+                _mm256_storeu_pd(out, low);
+                _mm256_storeu_pd(out + 4, high);
+            } else {
+                _mm256_maskstore_pd(out, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(mask)), low);
+                _mm256_maskstore_pd(out + 4, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(mask, 1)),
+                                    high);
+            }
+        } else if (left == 8) {
+            _mm256_storeu_ps((float *)scratch + i, v);
+        } else {
+            _mm256_maskstore_ps((float *)scratch + i, mask, v);
+        }
+        at = at + 8 == period ? 0 : at + 8;
     }
     return 1;
 }
@@ -201,19 +334,23 @@ int64_t woodstar_linear_limit_simd(int64_t level) { return simd_limit(level); }
 static int prepare(const linear_spec *s, const void *X, int64_t n, void *scratch) {
 #ifdef HAVE_AVX512_DISPATCH
     const int64_t simd = simd_form();
-    if (simd == SIMD_AVX512) return prepare_rows_avx512(s, X, n, scratch);
-    if (simd == SIMD_AVX2) return prepare_rows_avx2(s, X, n, scratch);
+    if (simd == SIMD_AVX512)
+        return s->steps_float ? prepare_floats_avx512(s, X, n, scratch)
+                              : prepare_rows_avx512(s, X, n, scratch);
+    if (simd == SIMD_AVX2)
+        return s->steps_float ? prepare_floats_avx2(s, X, n, scratch)
+                              : prepare_rows_avx2(s, X, n, scratch);
 #endif
     return prepare_rows(s, X, n, scratch);
 }
 
-/* ``X @ coef.T`` as NumPy's matmul computes it for these shapes, into ``out``. */
-static int product(const linear_spec *s, const void *rows, int64_t n, double *out) {
+/* ``X @ coef.T`` as NumPy's matmul computes it for these shapes, into ``sums`` (values of
+ * the product's dtype). */
+static int product(const linear_spec *s, const void *rows, int64_t n, void *sums) {
     const int64_t d = s->n_features, k = s->n_outputs;
-    if (k == 1 && n == 1) {  /* row @ column: NumPy's dot, summed into a double */
-        out[0] = s->product_double
-            ? ((ddot_fn)s->dot)(d, rows, 1, s->coef, 1)
-            : (double)((sdot_fn)s->dot)(d, rows, 1, s->coef, 1);
+    if (k == 1 && n == 1) {  /* row @ column: NumPy's dot */
+        if (s->product_double) ((double *)sums)[0] = ((ddot_fn)s->dot)(d, rows, 1, s->coef, 1);
+        else ((float *)sums)[0] = ((sdot_fn)s->dot)(d, rows, 1, s->coef, 1);
         return 1;
     }
     /* matrix @ column (A = the rows) or row @ matrix (A = the coefficients): gemv.
@@ -225,28 +362,37 @@ static int product(const linear_spec *s, const void *rows, int64_t n, double *ou
     const int row_major = k > 1 && s->coef_fortran;
     const int order = row_major ? ROW_MAJOR : COL_MAJOR;
     const int64_t lda = row_major ? k : d;
-    if (s->product_double) {
-        ((dgemv_fn)s->gemv)(order, TRANS, d, m, 1.0, a, lda, x, 1, 0.0, out, 1);
-    } else {
-        float result[256];
-        if (m > 256) return 0;
-        ((sgemv_fn)s->gemv)(order, TRANS, d, m, 1.0f, a, lda, x, 1, 0.0f, result, 1);
-        for (int64_t i = 0; i < m; i++) out[i] = (double)result[i];
-    }
+    if (s->product_double)
+        ((dgemv_fn)s->gemv)(order, TRANS, d, m, 1.0, a, lda, x, 1, 0.0, sums, 1);
+    else
+        ((sgemv_fn)s->gemv)(order, TRANS, d, m, 1.0f, a, lda, x, 1, 0.0f, sums, 1);
     return 1;
 }
 
 /* raw (n x n_outputs) and, for the links computed here, the transformed scores, each in
- * the raw dtype. Returns -1 when done, 0 when the caller's full path must run the call. */
+ * the raw dtype. ``rows`` (n x n_features) and ``sums`` (n x n_outputs values of the
+ * product's dtype) are the caller's buffers, or NULL for buffers on the stack, which
+ * hold up to MAX_CELLS row values and 256 scores. Returns -1 when done, 0 when the
+ * caller's full path must run the call. */
 int64_t woodstar_linear_predict(const linear_spec *s, const void *X, int64_t n, void *raw,
-                                void *transformed) {
+                                void *transformed, void *rows, void *sums) {
     const int64_t d = s->n_features, k = s->n_outputs;
-    double scratch[MAX_CELLS], sums[256];
-    if (n < 1 || n * d > MAX_CELLS || n * k > 256) return 0;
-    if (!prepare(s, X, n, scratch)) return 0;
-    if (!product(s, scratch, n, sums)) return 0;
+    double row_cells[rows ? 1 : MAX_CELLS], score_cells[sums ? 1 : 256];
+    if (n < 1) return 0;
+    if (!rows) {
+        if (n * d > MAX_CELLS) return 0;
+        rows = row_cells;
+    }
+    if (!sums) {
+        if (n * k > 256) return 0;
+        sums = score_cells;
+    }
+    if (!prepare(s, X, n, rows)) return 0;
+    if (!product(s, rows, n, sums)) return 0;
     for (int64_t i = 0; i < n * k; i++) {
-        const double z = sums[i] + s->intercept[i % k];  /* exact in double, then rounded */
+        const double sum = s->product_double ? ((const double *)sums)[i]
+                                             : (double)((const float *)sums)[i];
+        const double z = sum + s->intercept[i % k];  /* exact in double, then rounded */
         if (s->raw_double) ((double *)raw)[i] = z;
         else ((float *)raw)[i] = (float)z;
     }

@@ -1,6 +1,7 @@
-"""A linear model's small NumPy calls in one native call (woodstar/runtimes/linear_entry.c):
-the input check, a scaler's column-wise steps, the product, the intercept and the
-logistic link, with the answers of the NumPy route to the bit.
+"""A linear model's NumPy calls in one native call (woodstar/runtimes/linear_entry.c): the
+input check, a scaler's column-wise steps, the product, the intercept and the logistic
+link, with the answers of the NumPy route to the bit. Small calls use the C call's own
+buffers; larger ones (where the CPU steps rows as vectors) buffers from NumPy.
 
 The product keeps NumPy's BLAS order because it *is* NumPy's BLAS call: the C code calls
 ``?dot``/``?gemv`` of the BLAS library NumPy is linked with (found beside NumPy), with the
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import math
 import os
 from pathlib import Path
 
@@ -22,19 +24,22 @@ from ..ir import INPUT
 from ..ir.transforms import apply_post_transform
 from ._native import NativeLibrary, simd_code, simd_name
 
-__all__ = ["LinearSmallBatchEntry", "limit_simd_rows", "linear_entry", "numpy_blas",
+__all__ = ["LinearNativeEntry", "limit_simd_rows", "linear_entry", "numpy_blas",
            "simd_rows"]
 
 _FLAGS = ("-O2", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
 _STEP_CODES = {"add": 1, "sub": 2, "mul": 3, "div": 4}
 _CHECK_NAN, _CHECK_RANGE = 1, 2
 _LINK_CODES = {"identity": 1, "sigmoid_binary": 2}  # any other link: NumPy's, after the call
-# The rows up to which the one call is faster than the NumPy route (docs/benchmarks.md,
-# "A linear model's small calls in one native call"): 64 where it prepares one value at a
-# time (NumPy's SIMD ufuncs win on more rows), 255 with AVX2 or AVX-512. The C scratch
-# holds 16384 row values and 256 scores.
+# Where it prepares one value at a time, the one call is faster than the NumPy route up
+# to 64 rows (NumPy's SIMD ufuncs win on more; docs/benchmarks.md, "A linear model's small
+# calls in one native call"). With AVX2 or AVX-512 it is faster at every size ("Every
+# size of call"): up to 255 rows in the C call's own buffers (16384 row values and 256
+# scores), beyond that in NumPy's.
 _MAX_ROWS_SCALAR, _MAX_ROWS_SIMD, _MAX_CELLS = 64, 255, 16384
 _MAX_ROWS = None  # set for a benchmark; else by the CPU
+_ANY_ROWS = 2 ** 62  # with SIMD: the caller bounds it by the rows of one batch
+_CHECK_ROWS = 2053  # a size OpenBLAS splits over its threads, and not a round one
 _MAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -47,18 +52,21 @@ class _Spec(ctypes.Structure):
                 ("product_double", ctypes.c_int64), ("coef", ctypes.c_void_p),
                 ("coef_fortran", ctypes.c_int64),
                 ("raw_double", ctypes.c_int64), ("intercept", ctypes.c_void_p),
-                ("link", ctypes.c_int64), ("dot", ctypes.c_void_p), ("gemv", ctypes.c_void_p)]
+                ("link", ctypes.c_int64), ("dot", ctypes.c_void_p), ("gemv", ctypes.c_void_p),
+                ("steps_float", ctypes.c_int64), ("tiled_operands", ctypes.c_void_p),
+                ("float_operands", ctypes.c_void_p), ("period", ctypes.c_int64)]
 
 
 def _setup(lib):
     lib.woodstar_linear_layout.restype = ctypes.c_int64
-    if lib.woodstar_linear_layout() != 1000 + ctypes.sizeof(_Spec):
+    if lib.woodstar_linear_layout() != 2000 + ctypes.sizeof(_Spec):
         raise RuntimeError("the C structure differs from the Python side")
     lib.woodstar_linear_simd.restype = ctypes.c_int64
     lib.woodstar_linear_limit_simd.restype = ctypes.c_int64
     lib.woodstar_linear_limit_simd.argtypes = [ctypes.c_int64]
     lib.woodstar_linear_predict.restype = ctypes.c_int64
     lib.woodstar_linear_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                            ctypes.c_void_p, ctypes.c_void_p,
                                             ctypes.c_void_p, ctypes.c_void_p]
 
 
@@ -134,11 +142,12 @@ def _step_operands(steps, dtype):
     return codes, operands
 
 
-class LinearSmallBatchEntry:
+class LinearNativeEntry:
     """``entry(X)``: ``(raw, transformed)`` of the NumPy route for a C-contiguous array of
     the route's dtype, ``n_features`` wide, of 1 to ``max_rows`` rows (one row only for
-    several outputs); None for anything else and for values the input check refuses, so
-    that the caller's full path handles them (and words its errors) as before."""
+    several outputs; up to ``stack_rows`` in the C call's own buffers); None for anything
+    else and for values the input check refuses, so that the caller's full path handles
+    them (and words its errors) as before."""
 
     def __init__(self, lib, blas, steps, linear, dtype: str, refuse_nan: bool,
                  refuse_inf: bool, source_precision: str):
@@ -160,11 +169,24 @@ class LinearSmallBatchEntry:
         self.post_transform = linear.post_transform
         self._link = _LINK_CODES.get(linear.post_transform, 0)
         self.width = 2 if self._link == _LINK_CODES["sigmoid_binary"] else self.n_outputs
-        ceiling = _MAX_ROWS or (_MAX_ROWS_SIMD if lib.woodstar_linear_simd()
-                                else _MAX_ROWS_SCALAR)
-        self.max_rows = min(ceiling, _MAX_CELLS // self.n_features) if self.n_outputs == 1 \
-            else 1
+        simd = bool(lib.woodstar_linear_simd())
+        self.stack_rows = min(_MAX_ROWS or (_MAX_ROWS_SIMD if simd else _MAX_ROWS_SCALAR),
+                              _MAX_CELLS // self.n_features) if self.n_outputs == 1 else 1
+        # Larger calls take buffers from NumPy; one output only (several rows of several
+        # outputs are NumPy's gemm) and only where the rows are stepped as vectors.
+        self.max_rows = _MAX_ROWS or (_ANY_ROWS if simd and self.n_outputs == 1
+                                      else self.stack_rows)
         double = product == _F64
+        self.product_dtype = np.dtype(product)
+        # Float32 rows whose operands are all float32 values step in float32 (the same
+        # answers: linear_entry.c, prepare_floats_avx512).
+        floats = self._operands.astype(np.float32)
+        steps_float = rows == _F32 and np.array_equal(floats.astype(np.float64), self._operands)
+        # Repeated to a multiple of 16 values: the SIMD forms read the rows as one run.
+        period = math.lcm(self.n_features, 16)
+        self._tiled_operands = np.ascontiguousarray(
+            np.tile(self._operands, (1, period // self.n_features)))
+        self._float_operands = self._tiled_operands.astype(np.float32)
         self._spec = _Spec(
             self.n_features, self.n_outputs, int(rows == _F64),
             (_CHECK_NAN if refuse_nan else 0) | (_CHECK_RANGE if refuse_inf else 0),
@@ -172,7 +194,8 @@ class LinearSmallBatchEntry:
             _address(self._operands), int(double), self._coef.ctypes.data,
             int(linear.coef_layout == "F"), int(raw == _F64),
             _address(self._intercept), self._link, blas["ddot" if double else "sdot"],
-            blas["dgemv" if double else "sgemv"])
+            blas["dgemv" if double else "sgemv"], int(steps_float),
+            _address(self._tiled_operands), _address(self._float_operands), period)
         self._spec_address = ctypes.addressof(self._spec)
         self._predict = lib.woodstar_linear_predict
         self._cells = self.n_outputs + (self.width if self._link == 2 else 0)
@@ -185,8 +208,14 @@ class LinearSmallBatchEntry:
         out = np.empty(n * self._cells, dtype=self.raw_dtype)  # both results, one block
         split = n * self.n_outputs
         address = _address(out)
+        rows = sums = None  # up to stack_rows, the C call's own buffers
+        if n > self.stack_rows:
+            rows = np.empty(n * self.n_features, dtype=self.product_dtype)
+            sums = np.empty(split, dtype=self.product_dtype)
         if self._predict(self._spec_address, _address(X), n, address,
-                         address + out.itemsize * split) != -1:
+                         address + out.itemsize * split,
+                         None if rows is None else _address(rows),
+                         None if sums is None else _address(sums)) != -1:
             return None
         raw = out[:split].reshape(n, self.n_outputs)
         if self._link == 1:
@@ -200,7 +229,10 @@ def _agrees(entry, graph, n_features, dtype) -> bool:
     """Whether ``entry`` gives ``graph``'s answers, dtypes and shapes on random rows of
     every size class it takes (one row; several rows)."""
     rng = np.random.default_rng(0)
-    for n in sorted({1, min(3, entry.max_rows), entry.max_rows}):
+    sizes = {1, min(3, entry.max_rows), entry.stack_rows}
+    if entry.max_rows > entry.stack_rows:  # the caller's buffers, and BLAS's threads
+        sizes |= {entry.stack_rows + 1, min(entry.max_rows, _CHECK_ROWS)}
+    for n in sorted(sizes):
         for _ in range(8):
             X = (rng.standard_normal((n, n_features)) * 4.0).astype(dtype)
             mine, theirs = entry(X), graph(X)
@@ -246,6 +278,6 @@ def linear_entry(ir, graph, precision: str, refuse_nan: bool, refuse_inf: bool):
     lib, blas = _LIBRARY.load(), numpy_blas()
     if lib is None or blas is None:
         return None
-    entry = LinearSmallBatchEntry(lib, blas, steps, linear, precision, refuse_nan, refuse_inf,
+    entry = LinearNativeEntry(lib, blas, steps, linear, precision, refuse_nan, refuse_inf,
                                   ir.input_precision)
     return entry if _agrees(entry, graph, entry.n_features, precision) else None

@@ -59,9 +59,15 @@ def _train():
     from sklearn.preprocessing import StandardScaler
 
     X, y = _data(5000, seed=0)
+    from sklearn.datasets import make_classification
+
+    X10, y10 = make_classification(n_samples=5000, n_features=N_FEATURES, n_informative=10,
+                                   n_redundant=7, n_classes=10, random_state=1)
     return {
         "rf_100x8": RandomForestClassifier(100, max_depth=8, random_state=0, n_jobs=1).fit(X, y),
         "scaler_logreg": make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y),
+        "scaler_logreg_10": make_pipeline(StandardScaler(), LogisticRegression()).fit(
+            X10.astype(np.float32), y10),
         "xgb_300x8": xgboost.XGBClassifier(n_estimators=300, max_depth=8, n_jobs=1,
                                            random_state=0).fit(X, y),
         "lgbm_100x31": lightgbm.LGBMClassifier(n_estimators=100, n_jobs=1, verbose=-1,
@@ -133,7 +139,7 @@ def child(models_path, repeats):
     for name, model in models.items():
         converted = woodstar.convert(model)  # the default: torch backend, CPU route
         ort_run = _ort_proba(_ort_session(onnx_models[name]))
-        nan_ok = name != "scaler_logreg"
+        nan_ok = not name.startswith("scaler_logreg")
         for n in ROWS:
             X = np.ascontiguousarray(X_all[5:5 + n] if n == 1 or not nan_ok else X_all[:n])
             cells = {"numpy": X}
@@ -268,7 +274,7 @@ def small_batch(repeats, rounds, names=None, cells=None, simd_rows="avx512", thr
         ort_run = _ort_proba(_ort_session(_onnx_bytes(name, model), threads))
         for n, dtype in cells:
             X = np.ascontiguousarray(X_all[:n], dtype=dtype)
-            if name == "scaler_logreg":  # refuses NaN: rows without it
+            if name.startswith("scaler_logreg"):  # refuses NaN: rows without it
                 X = np.ascontiguousarray(X_all[5:5 + n], dtype=dtype)
             expected = model.predict_proba(X)
             for c in (on, off):

@@ -93,14 +93,18 @@ def test_small_calls_are_scikit_learns_to_the_bit(name, dtype, rows_form):
         "the native entry was not taken"
 
 
-def test_the_entry_takes_one_row_of_several_outputs_and_leaves_batches_of_them():
+def test_several_outputs_take_one_row_value_by_value_and_256_scores_with_simd(rows_form):
     model = _fitted("robust_logistic_3", np.float32)
     converted = woodstar.convert(model, "torch")
     converted.predict(_rows(np.float32, 1, 1))
     entry = converted._small_batch["float32"]
-    assert isinstance(entry, LinearNativeEntry) and entry.max_rows == 1
-    assert entry(_rows(np.float32, 1, 1)) is not None
-    assert entry(_rows(np.float32, 1, 2)) is None  # a matrix product: NumPy's gemm path
+    assert isinstance(entry, LinearNativeEntry)
+    rows = 256 // 3 if rows_form else 1  # the C call's 256 scores
+    assert entry.stack_rows == entry.max_rows == rows
+    assert entry(_rows(np.float32, 1, rows)) is not None  # NumPy's gemm from 2 rows
+    assert entry(_rows(np.float32, 1, rows + 1)) is None
+    batch = _rows(np.float32, 2, rows + 1)
+    np.testing.assert_array_equal(converted.predict_proba(batch), model.predict_proba(batch))
 
 
 def test_refused_input_reaches_the_full_path_and_its_errors():
@@ -207,27 +211,26 @@ def test_the_entry_takes_every_batch_the_numpy_route_runs_whole_where_it_steps_v
     np.testing.assert_array_equal(converted.predict_proba(big), model.predict_proba(big))
 
 
-ONE_OUTPUT = ("logistic", "maxabs_linear", "minmax_ridge", "robust_ridge", "scaled_logistic",
-              "scaled_svc")
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ONE_OUTPUT)
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_large_calls_are_scikit_learns_to_the_bit(name, dtype, rows_form):
-    """Batches past the C call's own buffers (NumPy's, and BLAS's threads from about
-    700 rows here), of sizes that end in every lane of a vector."""
+    """Batches past the C call's own buffers (NumPy's, and BLAS's threads from a few
+    hundred rows), of sizes that end in every lane of a vector; with several outputs,
+    the sizes the entry takes (NumPy's gemm; RidgeClassifier's Fortran-ordered
+    coefficients included) and the full path past them."""
     model = _fitted(name, dtype)
     converted = woodstar.convert(model, "torch")
     methods = [m for m in METHODS if hasattr(model, m)]
-    for n in (256, 1001, 2053, 4099, 10_000):
+    for n in (2, 17, 85, 86, 256, 1001, 2053, 4099, 10_000):
         batch = _rows(dtype, seed=n, n=n)
         for method in methods:
             np.testing.assert_array_equal(getattr(converted, method)(batch),
                                           getattr(model, method)(batch), err_msg=method)
     entry = converted._small_batch[np.dtype(dtype).name]
     assert isinstance(entry, LinearNativeEntry)
-    taken = entry(_rows(dtype, 1, 4099)) is not None
-    assert taken == (rows_form is not None), "a large call went the wrong way"
+    several = entry.n_outputs > 1
+    assert (entry(_rows(dtype, 1, 4099)) is not None) == (rows_form is not None and not several)
+    assert (entry(_rows(dtype, 1, 17)) is not None) == (rows_form is not None or not several)
     if name == "robust_ridge" and dtype == np.float32:  # operands that are not float32 values
         assert entry._spec.steps_float == 0
 

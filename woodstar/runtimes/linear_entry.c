@@ -5,7 +5,8 @@
  * The product is the BLAS routine NumPy calls for ``X @ coef.T`` on these shapes, called
  * through the addresses NumPy's own BLAS library gives (linear_entry.py finds them), with
  * NumPy's arguments: one row and one output is ``?dot``; several rows and one output, or
- * one row and several outputs, is ``?gemv`` (column-major, transposed). So the sums are
+ * one row and several outputs, is ``?gemv`` (column-major, transposed); several rows of
+ * several outputs is ``?gemm`` (row-major). So the sums are
  * the ones NumPy computes, in the same order, whatever kernel that library picks.
  *
  * Every other step is one IEEE operation per value, in the dtype NumPy uses for it: a
@@ -28,8 +29,12 @@ typedef void (*sgemv_fn)(int, int, int64_t, int64_t, float, const float *, int64
                          const float *, int64_t, float, float *, int64_t);
 typedef void (*dgemv_fn)(int, int, int64_t, int64_t, double, const double *, int64_t,
                          const double *, int64_t, double, double *, int64_t);
+typedef void (*sgemm_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
+                         int64_t, const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemm_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                         int64_t, const double *, int64_t, double, double *, int64_t);
 
-enum { ROW_MAJOR = 101, COL_MAJOR = 102, TRANS = 112 };  /* CBLAS's enum values */
+enum { ROW_MAJOR = 101, COL_MAJOR = 102, NO_TRANS = 111, TRANS = 112 };  /* CBLAS's */
 enum { OP_ADD = 1, OP_SUB = 2, OP_MUL = 3, OP_DIV = 4 };
 enum { CHECK_NAN = 1, CHECK_RANGE = 2 };
 enum { LINK_NUMPY = 0, LINK_IDENTITY = 1, LINK_SIGMOID_BINARY = 2 };
@@ -56,6 +61,7 @@ typedef struct {
                                    * rows' run (prepare_rows_avx512) */
     const float *float_operands;  /* the same as float32, where steps_float */
     int64_t period;
+    void *gemm;                /* the BLAS matrix product of the product's dtype */
 } linear_spec;
 
 int64_t woodstar_linear_layout(void) { return LINEAR_LAYOUT * 1000 + (int64_t)sizeof(linear_spec); }
@@ -356,7 +362,20 @@ static int product(const linear_spec *s, const void *rows, int64_t n, void *sums
     /* matrix @ column (A = the rows) or row @ matrix (A = the coefficients): gemv.
      * NumPy passes a C-ordered A as column-major with lda = d, and the transpose of a
      * Fortran-ordered one as row-major with lda = its number of rows. */
-    if (k > 1 && n > 1) return 0;  /* a matrix product: NumPy's gemm, not handled here */
+    if (k > 1 && n > 1) {
+        /* matrix @ matrix: NumPy's gemm, row-major, the rows untransposed (lda = d); the
+         * coefficients' transpose is C-ordered for a Fortran-ordered matrix (no
+         * transpose, ldb = k), else Fortran-ordered (transposed, ldb = d). */
+        const int trans = s->coef_fortran ? NO_TRANS : TRANS;
+        const int64_t ldb = s->coef_fortran ? k : d;
+        if (s->product_double)
+            ((dgemm_fn)s->gemm)(ROW_MAJOR, NO_TRANS, trans, n, k, d, 1.0, rows, d, s->coef,
+                                ldb, 0.0, sums, k);
+        else
+            ((sgemm_fn)s->gemm)(ROW_MAJOR, NO_TRANS, trans, n, k, d, 1.0f, rows, d, s->coef,
+                                ldb, 0.0f, sums, k);
+        return 1;
+    }
     const void *a = k == 1 ? rows : s->coef, *x = k == 1 ? s->coef : rows;
     const int64_t m = k == 1 ? n : k;
     const int row_major = k > 1 && s->coef_fortran;

@@ -4,7 +4,7 @@ link, with the answers of the NumPy route to the bit. Small calls use the C call
 buffers; larger ones (where the CPU steps rows as vectors) buffers from NumPy.
 
 The product keeps NumPy's BLAS order because it *is* NumPy's BLAS call: the C code calls
-``?dot``/``?gemv`` of the BLAS library NumPy is linked with (found beside NumPy), with the
+``?dot``/``?gemv``/``?gemm`` of the BLAS library NumPy is linked with (found beside NumPy), with the
 arguments NumPy's matmul passes for those shapes. An entry is built only when a check on
 random rows gives the NumPy route's answers exactly; otherwise (another BLAS, no
 compiler, shapes or steps the C code does not take) the caller keeps the NumPy route.
@@ -54,7 +54,8 @@ class _Spec(ctypes.Structure):
                 ("raw_double", ctypes.c_int64), ("intercept", ctypes.c_void_p),
                 ("link", ctypes.c_int64), ("dot", ctypes.c_void_p), ("gemv", ctypes.c_void_p),
                 ("steps_float", ctypes.c_int64), ("tiled_operands", ctypes.c_void_p),
-                ("float_operands", ctypes.c_void_p), ("period", ctypes.c_int64)]
+                ("float_operands", ctypes.c_void_p), ("period", ctypes.c_int64),
+                ("gemm", ctypes.c_void_p)]
 
 
 def _setup(lib):
@@ -76,9 +77,10 @@ _BLAS = {}
 
 
 def numpy_blas():
-    """{"sdot", "ddot", "sgemv", "dgemv"} -> address in the BLAS library NumPy's wheels
-    bundle (scipy-openblas, symbols ``scipy_cblas_*64_``), or None where it is not
-    found. Integers are passed as 64-bit, which a 32-bit-integer build reads too."""
+    """{"sdot", "ddot", "sgemv", "dgemv", "sgemm", "dgemm"} -> address in the BLAS
+    library NumPy's wheels bundle (scipy-openblas, symbols ``scipy_cblas_*64_``), or
+    None where it is not found. Integers are passed as 64-bit, which a 32-bit-integer
+    build reads too."""
     if "routines" not in _BLAS:
         _BLAS["routines"] = _find_numpy_blas()
     return _BLAS["routines"]
@@ -97,7 +99,7 @@ def _find_numpy_blas():
             try:
                 return {name: ctypes.cast(getattr(lib, f"{prefix}cblas_{name}{suffix}"),
                                           ctypes.c_void_p).value
-                        for name in ("sdot", "ddot", "sgemv", "dgemv")}
+                        for name in ("sdot", "ddot", "sgemv", "dgemv", "sgemm", "dgemm")}
             except AttributeError:
                 continue
     return None
@@ -144,8 +146,8 @@ def _step_operands(steps, dtype):
 
 class LinearNativeEntry:
     """``entry(X)``: ``(raw, transformed)`` of the NumPy route for a C-contiguous array of
-    the route's dtype, ``n_features`` wide, of 1 to ``max_rows`` rows (one row only for
-    several outputs; up to ``stack_rows`` in the C call's own buffers); None for anything
+    the route's dtype, ``n_features`` wide, of 1 to ``max_rows`` rows (up to
+    ``stack_rows`` in the C call's own buffers); None for anything
     else and for values the input check refuses, so that the caller's full path handles
     them (and words its errors) as before."""
 
@@ -170,10 +172,15 @@ class LinearNativeEntry:
         self._link = _LINK_CODES.get(linear.post_transform, 0)
         self.width = 2 if self._link == _LINK_CODES["sigmoid_binary"] else self.n_outputs
         simd = bool(lib.woodstar_linear_simd())
-        self.stack_rows = min(_MAX_ROWS or (_MAX_ROWS_SIMD if simd else _MAX_ROWS_SCALAR),
-                              _MAX_CELLS // self.n_features) if self.n_outputs == 1 else 1
-        # Larger calls take buffers from NumPy; one output only (several rows of several
-        # outputs are NumPy's gemm) and only where the rows are stepped as vectors.
+        # Up to stack_rows in the C call's buffers (MAX_CELLS row values, 256 scores).
+        # With one output, larger calls take buffers from NumPy where the rows are
+        # stepped as vectors. Several outputs stop at the stack's 256 scores (past them
+        # NumPy's softmax dominates and the entry gained nothing), one row where the
+        # rows are stepped value by value.
+        ceiling = _MAX_ROWS or (_MAX_ROWS_SIMD if simd else _MAX_ROWS_SCALAR)
+        self.stack_rows = min(ceiling, _MAX_CELLS // self.n_features, 256 // self.n_outputs)
+        if not simd and self.n_outputs > 1:
+            self.stack_rows = 1
         self.max_rows = _MAX_ROWS or (_ANY_ROWS if simd and self.n_outputs == 1
                                       else self.stack_rows)
         double = product == _F64
@@ -195,7 +202,8 @@ class LinearNativeEntry:
             int(linear.coef_layout == "F"), int(raw == _F64),
             _address(self._intercept), self._link, blas["ddot" if double else "sdot"],
             blas["dgemv" if double else "sgemv"], int(steps_float),
-            _address(self._tiled_operands), _address(self._float_operands), period)
+            _address(self._tiled_operands), _address(self._float_operands), period,
+            blas["dgemm" if double else "sgemm"])
         self._spec_address = ctypes.addressof(self._spec)
         self._predict = lib.woodstar_linear_predict
         self._cells = self.n_outputs + (self.width if self._link == 2 else 0)

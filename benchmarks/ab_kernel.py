@@ -82,7 +82,12 @@ def _with_setting(setting, make):
     name, _, value = setting.partition("=")
     saved = getattr(c_walk, name)
     try:
-        setattr(c_walk, name, type(saved)(value))
+        if isinstance(saved, bool):  # bool("False") would be True
+            if value not in ("True", "False"):
+                raise SystemExit(f"--setting {name} takes True or False, not {value!r}")
+            setattr(c_walk, name, value == "True")
+        else:
+            setattr(c_walk, name, type(saved)(value))
         return make()
     finally:
         setattr(c_walk, name, saved)

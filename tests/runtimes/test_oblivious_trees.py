@@ -161,7 +161,6 @@ def test_catboost_symmetric_trees_take_the_oblivious_walk_and_keep_catboost_answ
 
 
 def test_oblivious_levels_count_less_toward_splitting_rows_over_threads(rng, monkeypatch):
-    monkeypatch.setattr(c_walk, "SPLIT_CALIBRATION", False)  # the step count itself
     ens = _ensemble(rng, n_trees=200, depths=(6, 6))
     walk = c_walk.CTreeWalk(ens, "float32", n_threads=2)
     if walk.ob_nan_right is None:

@@ -24,7 +24,6 @@ input check, the walk, the mean, the base score and the link in one native call
 import ctypes
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -193,18 +192,10 @@ OBLIVIOUS_LEVELS = 8  # OBLIVIOUS_LEVELS in c_walk.c
 # against about 73 for the same steps of the node walk (benchmarks/notes.md).
 OBLIVIOUS_STEP_COST = 0.25
 # Calls of fewer node steps than this stay on one thread (``CTreeWalk``). A step's cost
-# differs by walk (vectors, leaf width, heads), so no one count suits every model;
+# now differs by walk (vectors, leaf width, heads), so no one count suits every model;
 # 400 000 was measured and rejected (benchmarks/notes.md, "The thread split: 400 000
 # steps measured and rejected").
 PARALLEL_MIN_STEPS = 220_000
-# With several threads, a walk times its own split when it is made (``_measured_split``)
-# at these multiples of the rows PARALLEL_MIN_STEPS gives it, and splits from the
-# smallest at which, and above which, a split call takes at most SPLIT_MARGIN of one
-# thread's time (benchmarks/notes.md, "The thread split measured per model").
-SPLIT_CALIBRATION = True
-SPLIT_PROBE_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
-SPLIT_MARGIN = 0.9
-SPLIT_REPEATS = 5
 
 
 def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):
@@ -246,17 +237,6 @@ def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.n
                             np.concatenate([2 * slot + 1, 2 * slot[internal] + 2]))
         level += 1
     return start, feature, threshold, default_left, reached
-
-
-def first_paying_size(sizes, pays) -> int:
-    """The smallest of the ascending ``sizes`` from which a split paid at every size
-    (``pays``), or twice the largest where the largest did not pay."""
-    rows = 2 * sizes[-1]
-    for n, paid in zip(reversed(sizes), reversed(pays)):
-        if not paid:
-            break
-        rows = n
-    return rows
 
 
 class CTreeWalk(CpuRoute):
@@ -332,45 +312,6 @@ class CTreeWalk(CpuRoute):
         self.parallel_min_steps = PARALLEL_MIN_STEPS
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
-        if self.n_threads > 1 and SPLIT_CALIBRATION:
-            self.parallel_min_steps = self._measured_split() * self.steps_per_row
-
-    def _probe_rows(self, n: int) -> np.ndarray:
-        """``n`` rows that reach many leaves: each feature drawn from its own split
-        thresholds, a little to either side (0 for a feature no node tests)."""
-        rng = np.random.default_rng(0)
-        X = np.zeros((n, self.n_features), self.dtype)
-        largest = float(np.finfo(self.dtype).max)
-        internal = self.nodes["threshold"] != np.inf
-        features, thresholds = self.nodes["feature"][internal], self.nodes["threshold"][internal]
-        for feature in np.unique(features):
-            values = thresholds[features == feature].astype(np.float64)
-            values = values[np.isfinite(values)]
-            if len(values):
-                picked = rng.choice(values, n)
-                picked += (np.abs(picked) + 1e-3) * rng.uniform(-1e-3, 1e-3, n)
-                X[:, feature] = np.clip(picked, -largest, largest)
-        return X
-
-    def _measured_split(self) -> int:
-        """The rows from which this walk's calls split over its threads, timed on this
-        machine: the smallest probe size at which, and at every larger one, a split call
-        took at most SPLIT_MARGIN of the one-thread call's time (the least of
-        SPLIT_REPEATS calls each, interleaved); past the largest probe where none did."""
-        rule = max(1, PARALLEL_MIN_STEPS // self.steps_per_row)
-        sizes = sorted({max(2 * self.n_threads, int(rule * f)) for f in SPLIT_PROBE_FACTORS})
-        X = self._probe_rows(sizes[-1])
-        out = np.zeros((sizes[-1], self.n_outputs), self.sum_dtype)
-        pays = []
-        for n in sizes:
-            best = {1: np.inf, self.n_threads: np.inf}
-            for _ in range(SPLIT_REPEATS):
-                for threads in best:
-                    start = time.perf_counter()
-                    self._kernel(self._model_address, _address(X), n, _address(out), threads)
-                    best[threads] = min(best[threads], time.perf_counter() - start)
-            pays.append(best[self.n_threads] <= SPLIT_MARGIN * best[1])
-        return first_paying_size(sizes, pays)
 
     def _walks_copies(self, ens: TreeEnsemble, dtype: str) -> bool:
         """Whether the kernel's SIMD walk takes complete copies (whole trees or heads)

@@ -181,7 +181,8 @@ static int prepare_rows_avx2(const linear_spec *s, const void *X, int64_t n, voi
             v = _mm256_cvtps_pd(left == 4 ? _mm_loadu_ps((const float *)X + i)
                                           : _mm_maskload_ps((const float *)X + i,
                                                             float_lanes(wide)));
-        if ((s->check & CHECK_NAN) && (_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) & lanes))
+        if ((s->check & CHECK_NAN)
+            && (_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) & lanes))
             return 0;
         if ((s->check & CHECK_RANGE) && (_mm256_movemask_pd(
                 _mm256_cmp_pd(_mm256_andnot_pd(sign, v), limit, _CMP_GT_OQ)) & lanes))
@@ -229,7 +230,8 @@ static int prepare_floats_avx512(const linear_spec *s, const float *X, int64_t n
     const __m512 infinity = _mm512_set1_ps(INFINITY);
     int64_t at = 0;  /* the position in the operands' period */
     for (int64_t i = 0; i < total; i += 16) {
-        const __mmask16 lanes = total - i >= 16 ? 0xFFFF : (__mmask16)((1u << (total - i)) - 1u);
+        const __mmask16 lanes =
+            total - i >= 16 ? 0xFFFF : (__mmask16)((1u << (total - i)) - 1u);
         __m512 v = _mm512_maskz_loadu_ps(lanes, X + i);
         if ((s->check & CHECK_NAN) && _mm512_mask_cmp_ps_mask(lanes, v, v, _CMP_UNORD_Q))
             return 0;
@@ -315,9 +317,11 @@ static int prepare_floats_avx2(const linear_spec *s, const float *X, int64_t n,
                 _mm256_storeu_pd(out, low);
                 _mm256_storeu_pd(out + 4, high);
             } else {
-                _mm256_maskstore_pd(out, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(mask)), low);
-                _mm256_maskstore_pd(out + 4, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(mask, 1)),
-                                    high);
+                const __m256i low_lanes = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(mask));
+                const __m256i high_lanes =
+                    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(mask, 1));
+                _mm256_maskstore_pd(out, low_lanes, low);
+                _mm256_maskstore_pd(out + 4, high_lanes, high);
             }
         } else if (left == 8) {
             _mm256_storeu_ps((float *)scratch + i, v);

@@ -4,10 +4,11 @@ link, with the answers of the NumPy route to the bit. Small calls use the C call
 buffers; larger ones (where the CPU steps rows as vectors) buffers from NumPy.
 
 The product keeps NumPy's BLAS order because it *is* NumPy's BLAS call: the C code calls
-``?dot``/``?gemv``/``?gemm`` of the BLAS library NumPy is linked with (found beside NumPy), with the
-arguments NumPy's matmul passes for those shapes. An entry is built only when a check on
-random rows gives the NumPy route's answers exactly; otherwise (another BLAS, no
-compiler, shapes or steps the C code does not take) the caller keeps the NumPy route.
+``?dot``/``?gemv``/``?gemm`` of the BLAS library NumPy is linked with (found beside
+NumPy), with the arguments NumPy's matmul passes for those shapes. An entry is built
+only when a check on random rows gives the NumPy route's answers exactly; otherwise
+(another BLAS, no compiler, shapes or steps the C code does not take) the caller keeps
+the NumPy route.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ _CHECK_NAN, _CHECK_RANGE = 1, 2
 _LINK_CODES = {"identity": 1, "sigmoid_binary": 2}  # any other link: NumPy's, after the call
 # Where it prepares one value at a time, the one call is faster than the NumPy route up
 # to 64 rows (NumPy's SIMD ufuncs win on more; docs/benchmarks.md, "A linear model's small
-# calls in one native call"). With AVX2 or AVX-512 it is faster at every size ("Every
-# size of call"): up to 255 rows in the C call's own buffers (16384 row values and 256
-# scores), beyond that in NumPy's.
+# calls in one native call"). With AVX2 or AVX-512 it is faster at every size for one
+# output ("Every size of call"): up to 255 rows in the C call's own buffers (16384 row
+# values and 256 scores), beyond that in NumPy's.
 _MAX_ROWS_SCALAR, _MAX_ROWS_SIMD, _MAX_CELLS = 64, 255, 16384
 _MAX_ROWS = None  # set for a benchmark; else by the CPU
 _ANY_ROWS = 2 ** 62  # with SIMD: the caller bounds it by the rows of one batch
@@ -147,9 +148,9 @@ def _step_operands(steps, dtype):
 class LinearNativeEntry:
     """``entry(X)``: ``(raw, transformed)`` of the NumPy route for a C-contiguous array of
     the route's dtype, ``n_features`` wide, of 1 to ``max_rows`` rows (up to
-    ``stack_rows`` in the C call's own buffers); None for anything
-    else and for values the input check refuses, so that the caller's full path handles
-    them (and words its errors) as before."""
+    ``stack_rows`` in the C call's own buffers); None for anything else and for values
+    the input check refuses, so that the caller's full path handles them (and words its
+    errors) as before."""
 
     def __init__(self, lib, blas, steps, linear, dtype: str, refuse_nan: bool,
                  refuse_inf: bool, source_precision: str):
@@ -235,7 +236,7 @@ class LinearNativeEntry:
 
 def _agrees(entry, graph, n_features, dtype) -> bool:
     """Whether ``entry`` gives ``graph``'s answers, dtypes and shapes on random rows of
-    every size class it takes (one row; several rows)."""
+    every size class it takes (one row; several rows; past its own buffers)."""
     rng = np.random.default_rng(0)
     sizes = {1, min(3, entry.max_rows), entry.stack_rows}
     if entry.max_rows > entry.stack_rows:  # the caller's buffers, and BLAS's threads
@@ -287,5 +288,5 @@ def linear_entry(ir, graph, precision: str, refuse_nan: bool, refuse_inf: bool):
     if lib is None or blas is None:
         return None
     entry = LinearNativeEntry(lib, blas, steps, linear, precision, refuse_nan, refuse_inf,
-                                  ir.input_precision)
+                              ir.input_precision)
     return entry if _agrees(entry, graph, entry.n_features, precision) else None

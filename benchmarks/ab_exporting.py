@@ -27,6 +27,9 @@ Candidates (``--candidates``, comma-separated):
                            torch.jit+scalar, torch.compile+scalar (the walk operators' C
                            kernel without its SIMD walk of perfect trees), torch.jit+avx2,
                            torch.compile+avx2 (with its AVX2 form at most),
+                           torch.jit+steps, torch.compile+steps (every tree of the node walk
+                           takes the deepest tree's steps), torch.jit+vectors,
+                           torch.compile+vectors (every tree adds its whole leaf vector),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
 A candidate whose call is projected (from its median at the previous batch) to take
@@ -144,6 +147,8 @@ def build(name, model, threads):
     predict = converted.predict_proba
     if "scalar" in flags or "avx2" in flags:  # the operators' SIMD walk narrowed, around each call
         predict = _with_operator_simd(predict, "avx2" if "avx2" in flags else None)
+    if "steps" in flags or "vectors" in flags:  # the walk kernels' tables off, around each call
+        predict = _with_walk_tables(predict, "steps" not in flags, "vectors" not in flags)
     details = {"convert_s": round(seconds, 2),
                "strategy": getattr(getattr(program, "module", None), "strategy", None),
                "exporter": getattr(program, "exporter", None), "route": converted.route}
@@ -160,6 +165,19 @@ def _with_operator_simd(predict, form):
             return predict(X)
         finally:
             walk_ops.limit_simd_walk(widest)
+    return call
+
+
+def _with_walk_tables(predict, per_tree_depths, one_column_adds):
+    from woodstar.runtimes import walk_ops
+
+    def call(X):
+        shipped = walk_ops.per_tree_depths, walk_ops.one_column_adds
+        walk_ops.per_tree_depths, walk_ops.one_column_adds = per_tree_depths, one_column_adds
+        try:
+            return predict(X)
+        finally:
+            walk_ops.per_tree_depths, walk_ops.one_column_adds = shipped
     return call
 
 

@@ -9,6 +9,9 @@
  * rows over threads. On a CPU with AVX-512 or AVX2 (asked at run time; the build needs
  * only the compiler's intrinsics), float32 perfect trees of depth <= SIMD_MAX_DEPTH (8)
  * walk 16 or 8 rows per vector (perfect_f32_avx512_block and _avx2_block below).
+ * Besides the operators' arguments the kernels read tables derived from them
+ * (walk_tables.py): each tree's depth, at which the node walk stops, and the one leaf
+ * column a tree adds, where adding the others' +0.0 would change no sum.
  *
  * No -ffast-math: it would break the NaN comparisons.
  */
@@ -29,9 +32,11 @@ typedef struct {  /* ``walk_spec`` in walk_ops.py */
     int64_t width;
     int64_t n_trees;
     int64_t steps;
-    const int64_t *roots;      /* node walk only */
-    const int32_t *rights;     /* node walk only */
-} walk_spec;
+    const int64_t *roots;      /* node walk only, as the next two */
+    const int32_t *rights;
+    const int32_t *depths;     /* per tree, the steps its deepest leaf needs; NULL: steps */
+    const int32_t *tree_columns;  /* per tree, the one leaf column it adds, or -1 for the */
+} walk_spec;                      /* whole vector; NULL: whole vectors */
 
 typedef void (*walk_rows)(const walk_spec *, int64_t, int64_t, double *);
 
@@ -40,9 +45,19 @@ static void start_sums(double *out, int64_t n, int64_t width)
     for (int64_t i = 0; i < n * width; ++i) out[i] = -0.0;
 }
 
-static void add_leaves(double *out, int64_t rows, int64_t width, const double *leaves,
-                       const int64_t *leaf)
+static inline int64_t leaf_column(const walk_spec *s, int64_t t)
 {
+    return s->tree_columns ? s->tree_columns[t] : -1;
+}
+
+/* Adds each row's leaf vector to its sums, or only the tree's own column (>= 0). */
+static void add_leaves(double *out, int64_t rows, int64_t width, const double *leaves,
+                       const int64_t *leaf, int64_t column)
+{
+    if (column >= 0) {
+        for (int64_t r = 0; r < rows; ++r) out[r * width + column] += leaves[leaf[r] * width + column];
+        return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
         const double *value = leaves + leaf[r] * width;
         for (int64_t w = 0; w < width; ++w) out[r * width + w] += value[w];
@@ -80,13 +95,19 @@ static inline void NAME##_block(const walk_spec *s, int64_t b, int64_t lanes, do
                 index[r] = 2 * index[r] + (row[r][s->columns[node]] <= thresholds[node]); \
             }                                                                             \
         }                                                                                 \
-        add_leaves(sums, lanes, s->width, s->leaves, index);                              \
+        add_leaves(sums, lanes, s->width, s->leaves, index, leaf_column(s, t));           \
     }                                                                                     \
 }                                                                                         \
 DEFINE_BLOCKS(NAME, T, NAME##_block)
 
 /* Nodes in the sibling-adjacent layout: node = rights[node] - (x <= t), ``steps`` times
- * from the tree's root (a leaf's step keeps it in place). */
+ * from the tree's root. A leaf's step keeps it in place, so a tree whose deepest leaf is
+ * fewer steps down stops there with the same node. */
+static inline int64_t tree_steps(const walk_spec *s, int64_t t)
+{
+    return s->depths && s->depths[t] < s->steps ? s->depths[t] : s->steps;
+}
+
 #define DEFINE_NODE(NAME, T)                                                              \
 static inline void NAME##_block(const walk_spec *s, int64_t b, int64_t lanes, double *out) \
 {                                                                                         \
@@ -98,12 +119,13 @@ static inline void NAME##_block(const walk_spec *s, int64_t b, int64_t lanes, do
     start_sums(sums, lanes, s->width);                                                    \
     for (int64_t t = 0; t < s->n_trees; ++t) {                                            \
         for (int64_t r = 0; r < lanes; ++r) node[r] = s->roots[t];                        \
-        for (int64_t d = 0; d < s->steps; ++d)                                            \
+        const int64_t steps = tree_steps(s, t);                                           \
+        for (int64_t d = 0; d < steps; ++d)                                               \
             for (int64_t r = 0; r < lanes; ++r) {                                         \
                 const int64_t at = node[r];                                               \
                 node[r] = s->rights[at] - (row[r][s->columns[at]] <= thresholds[at]);     \
             }                                                                             \
-        add_leaves(sums, lanes, s->width, s->leaves, node);                               \
+        add_leaves(sums, lanes, s->width, s->leaves, node, leaf_column(s, t));            \
     }                                                                                     \
 }                                                                                         \
 DEFINE_BLOCKS(NAME, T, NAME##_block)
@@ -204,7 +226,7 @@ static void perfect_f32_avx512_block(const walk_spec *s, int64_t b, double *out)
                 _mm512_storeu_si512((void *)at, p[k]);
                 for (int r = 0; r < 16; ++r) leaf[16 * k + r] = at[r];
             }
-            add_leaves(sums, SIMD_ROWS, width, leaves, leaf);
+            add_leaves(sums, SIMD_ROWS, width, leaves, leaf, leaf_column(s, t));
         }
     }
 }
@@ -283,7 +305,7 @@ static void perfect_f32_avx2_block(const walk_spec *s, int64_t b, double *out)
                 _mm256_storeu_si256((__m256i *)at, p[k]);
                 for (int r = 0; r < 8; ++r) leaf[8 * k + r] = at[r];
             }
-            add_leaves(sums, SIMD_ROWS, width, leaves, leaf);
+            add_leaves(sums, SIMD_ROWS, width, leaves, leaf, leaf_column(s, t));
         }
     }
 }

@@ -10,16 +10,21 @@ keep the tensor bodies. Threads: ``torch.get_num_threads()`` at the call (the ru
 sets it from ``n_threads``), and none below 64 rows per thread. On a CPU with AVX-512 or
 AVX2, perfect trees of depth 8 or less walk 16 or 8 float32 rows per vector
 (``simd_walk()`` says which; ``limit_simd_walk`` narrows it, for tests and benchmarks).
+The kernels also read tables derived from the operators' arguments (``walk_tables.py``:
+the node walk's per-tree depths, the trees' one leaf column), built on a model's first
+call and kept while its tensors live unchanged.
 """
 
 import ctypes
 import threading
+import weakref
 from pathlib import Path
 
 import torch
 
 from ..lowering.trees.walk_op import node_tree_walk, perfect_tree_walk
 from ._native import NativeLibrary, simd_code, simd_name
+from .walk_tables import NodeTables, node_tables as build_node_tables, perfect_tree_columns
 
 __all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk",
            "simd_walk", "limit_simd_walk"]
@@ -30,7 +35,8 @@ class _WalkSpec(ctypes.Structure):  # ``walk_spec`` in walk_ops.c
                 ("columns", ctypes.c_void_p), ("thresholds", ctypes.c_void_p),
                 ("leaves", ctypes.c_void_p), ("width", ctypes.c_int64),
                 ("n_trees", ctypes.c_int64), ("steps", ctypes.c_int64),
-                ("roots", ctypes.c_void_p), ("rights", ctypes.c_void_p)]
+                ("roots", ctypes.c_void_p), ("rights", ctypes.c_void_p),
+                ("depths", ctypes.c_void_p), ("tree_columns", ctypes.c_void_p)]
 
 
 def _setup(lib):
@@ -86,12 +92,16 @@ def _checked(tensor, dtype, name):
     return tensor.contiguous()
 
 
+def _input(wide):
+    if wide.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"tree-walk kernel: the input must be float32 or float64, got {wide.dtype}")
+    return _checked(wide, wide.dtype, "the input")
+
+
 def _call(function, wide, thresholds, leaf_table, spec_fields):
     """Run ``function`` over ``wide``; the tensors named in ``spec_fields`` are kept
     alive by the caller's frame for the call's length."""
-    if wide.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"tree-walk kernel: the input must be float32 or float64, got {wide.dtype}")
-    wide = _checked(wide, wide.dtype, "the input")
+    wide = _input(wide)
     thresholds = _checked(thresholds, wide.dtype, "thresholds")
     leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
     out = torch.empty((wide.shape[0], leaf_table.shape[1]), dtype=torch.float64)
@@ -104,11 +114,61 @@ def _call(function, wide, thresholds, leaf_table, spec_fields):
     return out
 
 
+class _TablesCache:
+    """What the kernels read besides the operators' arguments (``walk_tables.py``), per
+    set of those arguments. An entry lives as long as its tensors do (the operators'
+    arguments are the strategy's buffers, the same objects call after call) and is
+    rebuilt if one of them changed in place or the settings differ."""
+
+    def __init__(self):
+        self._entries = {}
+        self._lock = threading.Lock()
+        self.builds = 0  # tables built in this process, for tests
+
+    def get(self, arrays, settings, build):
+        key = id(arrays[0])
+        versions = tuple(a._version for a in arrays)
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None:
+            refs, seen_versions, seen_settings, tables = entry
+            if (all(r() is a for r, a in zip(refs, arrays)) and seen_versions == versions
+                    and seen_settings == settings):
+                return tables
+        tables = build(*(a.numpy() for a in arrays))
+        refs = tuple(weakref.ref(a) for a in arrays)
+        with self._lock:
+            self.builds += 1
+            self._entries[key] = (refs, versions, settings, tables)
+        weakref.finalize(arrays[0], self._drop, key, refs[0])
+        return tables
+
+    def _drop(self, key, ref):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0][0] is ref:
+                del self._entries[key]
+
+
+_TABLES = _TablesCache()
+per_tree_depths = True  # False: every tree takes the deepest tree's steps (A/B timing)
+one_column_adds = True  # False: every tree adds its whole leaf vector (A/B timing)
+
+
 def perfect_walk(wide, level_columns, level_thresholds, leaf_table, n_trees, depth):
     """``woodstar::perfect_tree_walk`` in C (arguments as the operator's)."""
     columns = _checked(level_columns, torch.int32, "level columns")
+    leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
+    trees_columns = _TABLES.get((leaf_table,), (n_trees, depth),
+                                lambda table: perfect_tree_columns(n_trees, depth, table))
     return _call(_LIBRARY.load().woodstar_perfect_walk, wide, level_thresholds, leaf_table,
-                 {"columns": columns.data_ptr(), "n_trees": n_trees, "steps": depth})
+                 {"columns": columns.data_ptr(), "n_trees": n_trees, "steps": depth,
+                  "tree_columns": _address(trees_columns if one_column_adds else None)})
+
+
+def node_tables(roots, rights, leaf_table) -> NodeTables:
+    """The node walk's tables for these arguments, built on first use."""
+    return _TABLES.get((roots, rights, leaf_table), (), build_node_tables)
 
 
 def node_walk(wide, roots, columns, thresholds, rights, leaf_table, steps):
@@ -116,9 +176,17 @@ def node_walk(wide, roots, columns, thresholds, rights, leaf_table, steps):
     roots = _checked(roots, torch.int64, "roots")
     columns = _checked(columns, torch.int32, "columns")
     rights = _checked(rights, torch.int32, "rights")
+    leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
+    tables = node_tables(roots, rights, leaf_table)
     return _call(_LIBRARY.load().woodstar_node_walk, wide, thresholds, leaf_table,
                  {"columns": columns.data_ptr(), "roots": roots.data_ptr(),
-                  "rights": rights.data_ptr(), "n_trees": roots.shape[0], "steps": steps})
+                  "rights": rights.data_ptr(), "n_trees": roots.shape[0], "steps": steps,
+                  "depths": tables.depths.ctypes.data if per_tree_depths else None,
+                  "tree_columns": _address(tables.columns if one_column_adds else None)})
+
+
+def _address(array):
+    return None if array is None else array.ctypes.data
 
 
 def register_cpu_kernels() -> bool:

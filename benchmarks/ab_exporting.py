@@ -67,6 +67,9 @@ SPECS = {
                            params=(("n_estimators", 300), ("max_depth", 8))),
     "lgbm_300x255": ModelSpec("lgbm_300x255", "lightgbm", "LightGBM, 300 trees, 255 leaves",
                               params=(("n_estimators", 300), ("num_leaves", 255))),
+    # Multiclass trees of depth <= 8: the perfect-tree walk with several outputs.
+    "xgb_multi10": ModelSpec("xgb_multi10", "xgboost", "XGBoost multiclass (10 classes), 100 rounds, depth 6",
+                             n_classes=10, params=(("n_estimators", 100), ("max_depth", 6))),
 }
 DEFAULT_CANDIDATES = "torch,onnx,onnx/program"
 

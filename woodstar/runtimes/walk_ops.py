@@ -92,16 +92,12 @@ def _checked(tensor, dtype, name):
     return tensor.contiguous()
 
 
-def _input(wide):
-    if wide.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"tree-walk kernel: the input must be float32 or float64, got {wide.dtype}")
-    return _checked(wide, wide.dtype, "the input")
-
-
 def _call(function, wide, thresholds, leaf_table, spec_fields):
     """Run ``function`` over ``wide``; the tensors named in ``spec_fields`` are kept
     alive by the caller's frame for the call's length."""
-    wide = _input(wide)
+    if wide.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"tree-walk kernel: the input must be float32 or float64, got {wide.dtype}")
+    wide = _checked(wide, wide.dtype, "the input")
     thresholds = _checked(thresholds, wide.dtype, "thresholds")
     leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
     out = torch.empty((wide.shape[0], leaf_table.shape[1]), dtype=torch.float64)

@@ -30,6 +30,7 @@ Candidates (``--candidates``, comma-separated):
                            torch.jit+steps, torch.compile+steps (every tree of the node walk
                            takes the deepest tree's steps), torch.jit+vectors,
                            torch.compile+vectors (every tree adds its whole leaf vector),
+                           tvm+steps (the node walk's kernel with neither),
                            tvm+block<N> (the walk kernel with N rows in lockstep)
 
 A candidate whose call is projected (from its median at the previous batch) to take
@@ -111,6 +112,13 @@ def build(name, model, threads):
                 converted = woodstar.convert(model, backend, extra_config=config)
             finally:
                 tvm_tree_walk.ROW_BLOCK = default
+        elif backend == "tvm" and "steps" in flags:  # the node walk's kernel without its tables
+            from woodstar.backends import tvm_tree_walk
+            tvm_tree_walk.NODE_TABLES = False
+            try:
+                converted = woodstar.convert(model, backend, extra_config=config)
+            finally:
+                tvm_tree_walk.NODE_TABLES = True
         elif "ops" in flags:  # the walk as tensor ops, not one kernel
             from woodstar.backends import _walk_kernels, tvm_backend
             tvm_backend.WHOLE_WALK_ON_CPU = _walk_kernels.WALK_KERNELS_ON_CPU = False
@@ -150,7 +158,7 @@ def build(name, model, threads):
     predict = converted.predict_proba
     if "scalar" in flags or "avx2" in flags:  # the operators' SIMD walk narrowed, around each call
         predict = _with_operator_simd(predict, "avx2" if "avx2" in flags else None)
-    if "steps" in flags or "vectors" in flags:  # the walk kernels' tables off, around each call
+    if backend != "tvm" and ("steps" in flags or "vectors" in flags):  # tables off, around each call
         predict = _with_walk_tables(predict, "steps" not in flags, "vectors" not in flags)
     details = {"convert_s": round(seconds, 2),
                "strategy": getattr(getattr(program, "module", None), "strategy", None),

@@ -78,6 +78,27 @@ def test_multiclass_boosting_with_nan_matches_program(rng, kernels_built, strate
     assert_sums_and_answers(converted, model, strategy, X_test, SIZES)
 
 
+def test_node_walk_kernel_gets_the_models_depths_and_columns(rng, monkeypatch):
+    """The exported arrays are constants: the node-walk kernel gets each tree's depth
+    and its one leaf column (multiclass boosting) from them, as the C kernel does."""
+    from woodstar.runtimes import walk_tables
+
+    tables = []
+
+    def spy(*args, _original=walk_tables.node_tables):
+        tables.append(_original(*args))
+        return tables[-1]
+    monkeypatch.setattr(walk_tables, "node_tables", spy)
+    model, X = lightgbm_multiclass_nan(rng)
+    X_test = _edge_rows(model, rng, X)
+    converted = woodstar.convert(model, "tvm", extra_config={"tree_implementation": "tree_trav"})
+    assert len(tables) == 1
+    ensemble = converted.ir.graph.nodes_of("trees")[0].op
+    np.testing.assert_array_equal(tables[0].depths, ensemble.tree_depths())
+    assert (tables[0].columns[1:] >= 0).all()
+    assert_sums_and_answers(converted, model, "tree_trav", X_test, SIZES)
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_missing_range_and_float64_rows(rng, kernels_built, strategy):
     """XGBoost's ``missing=-1`` widens the input to four blocks of columns; float64

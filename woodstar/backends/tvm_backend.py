@@ -56,7 +56,7 @@ import torch
 from ..lowering.trees._common import TreeStrategyBase
 from ..lowering.trees.walk_op import whole_walk_op
 from ._base import Runner, cuda_index, refuse_unsupported_parts
-from .tvm_tree_walk import CONVERTERS as WALK_CONVERTERS
+from .tvm_tree_walk import CONVERTERS as WALK_CONVERTERS, lifted_tensors
 from .registry import register_backend
 
 __all__ = ["TvmBackend"]
@@ -201,8 +201,9 @@ def _compile_tvm(module, options, device):
                                       dynamic_shapes=({0: torch.export.Dim("batch")},))
         program = program.run_decompositions()
         program = _make_tvm_friendly(program)
-        ir_module = from_exported_program(program, keep_params_as_input=False,
-                                          custom_convert_map=convert_map)
+        with lifted_tensors(program):
+            ir_module = from_exported_program(program, keep_params_as_input=False,
+                                              custom_convert_map=convert_map)
     target, _ = _target(device)
     config = {}
     if options.tvm_max_fuse_depth is not None:

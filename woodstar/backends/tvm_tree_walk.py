@@ -16,8 +16,17 @@ stored), so the inner loops have no bounds test.
 tvm is imported only inside these functions.
 """
 
+import contextlib
+import threading
+
+import numpy as np
+import torch
+
 ROW_BLOCK = 16
 """Rows walked in lockstep (benchmarks/notes.md, "tvm: one kernel per tree walk")."""
+NODE_TABLES = True
+"""False: the node walk's kernel takes every tree's ``steps`` and whole leaf vectors
+(A/B timing)."""
 
 
 def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dtype,
@@ -63,8 +72,11 @@ def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dty
 
 
 def node_walk_kernel(n_columns, n_trees, steps, n_nodes, width, dtype, row_block=None):
-    """The TensorIR function ``(wide, roots, columns, thresholds, rights, leaves, out)``
-    of the node walk (``steps`` steps; a leaf's step keeps it in place)."""
+    """The TensorIR function ``(wide, roots, columns, thresholds, rights, leaves, depths,
+    tree_columns, out)`` of the node walk: tree ``t`` takes ``min(depths[t], steps)``
+    steps (a leaf's step keeps it in place, so the node reached is the same) and adds
+    only column ``tree_columns[t]`` of its leaf vector where that is >= 0
+    (``runtimes/walk_tables.py`` says when that keeps the bits)."""
     from tvm.script import tirx as T
 
     B = row_block or ROW_BLOCK
@@ -74,7 +86,9 @@ def node_walk_kernel(n_columns, n_trees, steps, n_nodes, width, dtype, row_block
                        columns: T.Buffer((n_nodes,), "int32"),
                        thresholds: T.Buffer((n_nodes,), dtype),
                        rights: T.Buffer((n_nodes,), "int32"),
-                       leaves: T.Buffer((n_nodes, width), "float64"), var_out: T.handle):
+                       leaves: T.Buffer((n_nodes, width), "float64"),
+                       depths: T.Buffer((n_trees,), "int32"),
+                       tree_columns: T.Buffer((n_trees,), "int32"), var_out: T.handle):
         T.func_attr({"tir.noalias": True})
         n = T.int64()
         wide = T.match_buffer(var_wide, (n, n_columns), dtype)
@@ -88,14 +102,19 @@ def node_walk_kernel(n_columns, n_trees, steps, n_nodes, width, dtype, row_block
             for t in range(n_trees):
                 for r in range(B):
                     node[r] = T.Cast("int32", roots[t])
-                for _ in range(steps):
+                for s in range(steps):
+                    if s < depths[t]:
+                        for r in range(B):
+                            row: T.int64 = T.min(block * B + r, n - 1)
+                            at: T.int32 = node[r]
+                            node[r] = rights[at] - T.Cast("int32", wide[row, columns[at]] <= thresholds[at])
+                if tree_columns[t] >= 0:
                     for r in range(B):
-                        row: T.int64 = T.min(block * B + r, n - 1)
-                        at: T.int32 = node[r]
-                        node[r] = rights[at] - T.Cast("int32", wide[row, columns[at]] <= thresholds[at])
-                for r in range(B):
-                    for w in range(width):
-                        acc[r, w] = acc[r, w] + leaves[node[r], w]
+                        acc[r, tree_columns[t]] = acc[r, tree_columns[t]] + leaves[node[r], tree_columns[t]]
+                else:
+                    for r in range(B):
+                        for w in range(width):
+                            acc[r, w] = acc[r, w] + leaves[node[r], w]
             for r in range(B):
                 if block * B + r < n:
                     for w in range(width):
@@ -128,15 +147,58 @@ def convert_perfect_walk(node, importer):
                  rows, width)
 
 
+_LIFTED = threading.local()
+
+
+@contextlib.contextmanager
+def lifted_tensors(program):
+    """Within the block, the converters below can read the exported program's buffers,
+    parameters and constants by their placeholders' names (Relax sees them as inputs)."""
+    signature, found = program.graph_signature, {}
+    for name, target in {**signature.inputs_to_parameters, **signature.inputs_to_buffers,
+                         **signature.inputs_to_lifted_tensor_constants}.items():
+        tensor = program.state_dict.get(target, program.constants.get(target))
+        if isinstance(tensor, torch.Tensor):
+            found[name] = tensor
+    _LIFTED.tensors = found
+    try:
+        yield
+    finally:
+        _LIFTED.tensors = {}
+
+
+def _node_tables(node, n_trees, steps):
+    """(depths, tree_columns) of the node walk's arrays, as Relax constants: derived
+    from the model's arrays (``runtimes/walk_tables.py``) where ``lifted_tensors``
+    holds them, else every tree ``steps`` steps and whole vectors (the same sums)."""
+    from tvm import relax
+
+    from ..runtimes.walk_tables import node_tables
+
+    depths = np.full(n_trees, steps, np.int32)
+    columns = np.full(n_trees, -1, np.int32)
+    lifted = getattr(_LIFTED, "tensors", {})
+    arrays = [lifted.get(getattr(arg, "name", None)) for arg in (node.args[1], node.args[4], node.args[5])]
+    if NODE_TABLES and all(a is not None for a in arrays):
+        tables = node_tables(*(a.detach().cpu().numpy() for a in arrays))
+        depths = tables.depths
+        if tables.columns is not None:
+            columns = tables.columns
+    return relax.const(depths, "int32"), relax.const(columns, "int32")
+
+
 def convert_node_walk(node, importer):
     wide, roots, columns, thresholds, rights, leaves = (importer.env[a] for a in node.args[:6])
     steps = node.args[6]
     rows, n_columns = wide.ty.shape
     n_nodes, width = _shape(leaves)
-    kernel = node_walk_kernel(int(n_columns), _shape(roots)[0], int(steps), n_nodes, width,
+    n_trees = _shape(roots)[0]
+    kernel = node_walk_kernel(int(n_columns), n_trees, int(steps), n_nodes, width,
                               wide.ty.dtype)
+    depths, tree_columns = _node_tables(node, n_trees, int(steps))
     return _emit(importer, kernel, "node_tree_walk",
-                 (wide, roots, columns, thresholds, rights, leaves), rows, width)
+                 (wide, roots, columns, thresholds, rights, leaves, depths, tree_columns),
+                 rows, width)
 
 
 CONVERTERS = {"perfect_tree_walk.default": convert_perfect_walk,

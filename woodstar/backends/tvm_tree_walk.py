@@ -25,14 +25,16 @@ import torch
 ROW_BLOCK = 16
 """Rows walked in lockstep (benchmarks/notes.md, "tvm: one kernel per tree walk")."""
 NODE_TABLES = True
-"""False: the node walk's kernel takes every tree's ``steps`` and whole leaf vectors
-(A/B timing)."""
+"""False: the kernels take every tree's ``steps`` and add whole leaf vectors (A/B
+timing)."""
 
 
 def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dtype,
                         row_block=None):
-    """The TensorIR function ``(wide, columns, thresholds, leaves, out)`` of the
-    perfect-tree walk; the row count is symbolic, everything else fixed by the model."""
+    """The TensorIR function ``(wide, columns, thresholds, leaves, tree_columns, out)``
+    of the perfect-tree walk (a tree adds only column ``tree_columns[t]`` of its leaf
+    vector where that is >= 0); the row count is symbolic, everything else fixed by the
+    model."""
     from tvm.script import tirx as T
 
     B = row_block or ROW_BLOCK
@@ -40,7 +42,8 @@ def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dty
     @T.prim_func(private=True)
     def perfect_tree_walk(var_wide: T.handle, columns: T.Buffer((n_nodes,), "int32"),
                           thresholds: T.Buffer((n_nodes,), dtype),
-                          leaves: T.Buffer((n_leaves, width), "float64"), var_out: T.handle):
+                          leaves: T.Buffer((n_leaves, width), "float64"),
+                          tree_columns: T.Buffer((n_trees,), "int32"), var_out: T.handle):
         T.func_attr({"tir.noalias": True})
         n = T.int64()
         wide = T.match_buffer(var_wide, (n, n_columns), dtype)
@@ -60,9 +63,13 @@ def perfect_walk_kernel(n_columns, n_trees, depth, n_nodes, n_leaves, width, dty
                         node: T.int32 = index[r] + n_trees * ((1 << d) - 1)
                         index[r] = index[r] * 2 + T.Cast(
                             "int32", wide[row, columns[node]] <= thresholds[node])
-                for r in range(B):
-                    for w in range(width):
-                        acc[r, w] = acc[r, w] + leaves[index[r], w]
+                if tree_columns[t] >= 0:
+                    for r in range(B):
+                        acc[r, tree_columns[t]] = acc[r, tree_columns[t]] + leaves[index[r], tree_columns[t]]
+                else:
+                    for r in range(B):
+                        for w in range(width):
+                            acc[r, w] = acc[r, w] + leaves[index[r], w]
             for r in range(B):
                 if block * B + r < n:
                     for w in range(width):
@@ -137,13 +144,22 @@ def _shape(var):
 
 def convert_perfect_walk(node, importer):
     """``custom_convert_map`` entry: the operator's call as a ``call_tir`` of the kernel."""
+    from tvm import relax
+
+    from ..runtimes.walk_tables import perfect_tree_columns
+
     wide, columns, thresholds, leaves = (importer.env[a] for a in node.args[:4])
-    n_trees, depth = node.args[4], node.args[5]
+    n_trees, depth = int(node.args[4]), int(node.args[5])
     rows, n_columns = wide.ty.shape
     n_leaves, width = _shape(leaves)
-    kernel = perfect_walk_kernel(int(n_columns), int(n_trees), int(depth), _shape(columns)[0],
+    kernel = perfect_walk_kernel(int(n_columns), n_trees, depth, _shape(columns)[0],
                                  n_leaves, width, wide.ty.dtype)
-    return _emit(importer, kernel, "perfect_tree_walk", (wide, columns, thresholds, leaves),
+    tree_columns = np.full(n_trees, -1, np.int32)
+    (table,) = _lifted(node.args[3])
+    if NODE_TABLES and table is not None and width > 1:
+        tree_columns = perfect_tree_columns(n_trees, depth, table)
+    return _emit(importer, kernel, "perfect_tree_walk",
+                 (wide, columns, thresholds, leaves, relax.const(tree_columns, "int32")),
                  rows, width)
 
 
@@ -167,6 +183,14 @@ def lifted_tensors(program):
         _LIFTED.tensors = {}
 
 
+def _lifted(*args):
+    """The NumPy values of the operator's arguments ``args`` (fx nodes) where
+    ``lifted_tensors`` holds them, else None each."""
+    lifted = getattr(_LIFTED, "tensors", {})
+    found = [lifted.get(getattr(arg, "name", None)) for arg in args]
+    return [None if a is None else a.detach().cpu().numpy() for a in found]
+
+
 def _node_tables(node, n_trees, steps):
     """(depths, tree_columns) of the node walk's arrays, as Relax constants: derived
     from the model's arrays (``runtimes/walk_tables.py``) where ``lifted_tensors``
@@ -177,10 +201,9 @@ def _node_tables(node, n_trees, steps):
 
     depths = np.full(n_trees, steps, np.int32)
     columns = np.full(n_trees, -1, np.int32)
-    lifted = getattr(_LIFTED, "tensors", {})
-    arrays = [lifted.get(getattr(arg, "name", None)) for arg in (node.args[1], node.args[4], node.args[5])]
+    arrays = _lifted(node.args[1], node.args[4], node.args[5])
     if NODE_TABLES and all(a is not None for a in arrays):
-        tables = node_tables(*(a.detach().cpu().numpy() for a in arrays))
+        tables = node_tables(*arrays)
         depths = tables.depths
         if tables.columns is not None:
             columns = tables.columns

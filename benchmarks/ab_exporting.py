@@ -114,11 +114,11 @@ def build(name, model, threads):
                 tvm_tree_walk.ROW_BLOCK = default
         elif backend == "tvm" and "steps" in flags:  # the node walk's kernel without its tables
             from woodstar.backends import tvm_tree_walk
-            tvm_tree_walk.NODE_TABLES = False
+            tvm_tree_walk.WALK_TABLES = False
             try:
                 converted = woodstar.convert(model, backend, extra_config=config)
             finally:
-                tvm_tree_walk.NODE_TABLES = True
+                tvm_tree_walk.WALK_TABLES = True
         elif "ops" in flags:  # the walk as tensor ops, not one kernel
             from woodstar.backends import _walk_kernels, tvm_backend
             tvm_backend.WHOLE_WALK_ON_CPU = _walk_kernels.WALK_KERNELS_ON_CPU = False

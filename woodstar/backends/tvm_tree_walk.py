@@ -24,7 +24,7 @@ import torch
 
 ROW_BLOCK = 16
 """Rows walked in lockstep (benchmarks/notes.md, "tvm: one kernel per tree walk")."""
-NODE_TABLES = True
+WALK_TABLES = True
 """False: the kernels take every tree's ``steps`` and add whole leaf vectors (A/B
 timing)."""
 
@@ -156,7 +156,7 @@ def convert_perfect_walk(node, importer):
                                  n_leaves, width, wide.ty.dtype)
     tree_columns = np.full(n_trees, -1, np.int32)
     (table,) = _lifted(node.args[3])
-    if NODE_TABLES and table is not None and width > 1:
+    if WALK_TABLES and table is not None and width > 1:
         tree_columns = perfect_tree_columns(n_trees, depth, table)
     return _emit(importer, kernel, "perfect_tree_walk",
                  (wide, columns, thresholds, leaves, relax.const(tree_columns, "int32")),
@@ -202,7 +202,7 @@ def _node_tables(node, n_trees, steps):
     depths = np.full(n_trees, steps, np.int32)
     columns = np.full(n_trees, -1, np.int32)
     arrays = _lifted(node.args[1], node.args[4], node.args[5])
-    if NODE_TABLES and all(a is not None for a in arrays):
+    if WALK_TABLES and all(a is not None for a in arrays):
         tables = node_tables(*arrays)
         depths = tables.depths
         if tables.columns is not None:

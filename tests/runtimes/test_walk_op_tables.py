@@ -13,7 +13,7 @@ import woodstar
 from woodstar.lowering.trees.tree_traversal import TreeTraversalTrees
 from woodstar.lowering.trees.walk_op import node_walk_sums
 from woodstar.runtimes import walk_ops
-from woodstar.runtimes.walk_tables import node_tables, tree_columns, tree_depths
+from woodstar.runtimes.walk_tables import node_tables, tree_columns
 
 from .._parity import edge_rows
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["NodeTables", "node_tables", "perfect_tree_columns", "tree_columns", "tree_depths"]
+__all__ = ["NodeTables", "node_tables", "perfect_tree_columns", "tree_columns"]
 
 
 @dataclass
@@ -24,7 +24,8 @@ class NodeTables:
 
 
 def _walk_down(roots, rights):
-    """(per-tree depths, (tree, node) of every leaf reached from the roots), for the node
+    """(per-tree depths: how many steps from its root each tree's deepest leaf is, 0 for a
+    lone leaf; (tree, node) of every leaf reached from the roots), for the node
     walk's sibling-adjacent arrays: a leaf's "right child" is the slot after it and its
     test says left, so it steps to itself; no internal node's left child is itself."""
     is_leaf = rights.astype(np.int64) - 1 == np.arange(len(rights))
@@ -42,11 +43,6 @@ def _walk_down(roots, rights):
             right = rights[node].astype(np.int64)
             tree, node = np.concatenate([tree, tree]), np.concatenate([right - 1, right])
     return depths, (np.concatenate(leaf_trees), np.concatenate(leaf_nodes))
-
-
-def tree_depths(roots: np.ndarray, rights: np.ndarray) -> np.ndarray:
-    """Per tree, how many steps from its root its deepest leaf is (0 for a lone leaf)."""
-    return _walk_down(roots, rights)[0]
 
 
 def tree_columns(n_trees: int, leaf_trees: np.ndarray, leaf_rows: np.ndarray) -> np.ndarray:

@@ -261,18 +261,22 @@ def test_float32_rows_stepped_in_float32_or_in_double_give_the_same_bits(name, r
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_large_calls_refuse_what_small_ones_refuse(dtype, rows_form):
+@pytest.mark.parametrize("name", ["scaled_logistic", "logistic"])
+def test_large_calls_refuse_what_small_ones_refuse(name, dtype, rows_form):
     """A NaN or an infinity anywhere in a large call, the run's last value included,
-    leaves the call to the full path and its error."""
-    model = _fitted("scaled_logistic", dtype)
+    leaves the call to the full path and its error: where the rows are stepped, and
+    where they are only checked (a bare model's rows, of its coefficients' dtype)."""
+    model = _fitted(name, dtype)
     converted = woodstar.convert(model, "torch")
     converted.predict(_rows(dtype, 1, 1))
     entry = converted._small_batch[np.dtype(dtype).name]
+    assert entry.rows_in_place == (name == "logistic")  # its coefficients keep the rows dtype
     for n in (1001, 2053):
         X = _rows(dtype, 12, n)
         assert (entry(X) is not None) == (rows_form is not None)
         size = X.size  # the rows are read as one run: every lane of its first vectors and
-        places = [*range(16), *range(size // 2, size // 2 + 16), *range(size - 16, size)]
+        places = [*range(16), *range(size // 2, size // 2 + 16), *range(size - 16, size),
+                  *range(4090, 4100)]  # and either side of the check's blocks of 4096
         for bad in (np.nan, np.inf, -np.inf):  # of its middle and last ones
             for place in places:
                 Y = X.copy()

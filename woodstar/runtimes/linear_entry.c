@@ -15,8 +15,11 @@
  * -ffp-contract=off so that no multiply and add are fused. On a CPU with AVX-512 or AVX2
  * (asked at run time) the steps take eight or four values of a row at a time with the
  * same operations, which lets the entry pay up to 255 rows instead of 64
- * (linear_entry.py).
+ * (linear_entry.py). Rows with no step before the product, already of its dtype, are
+ * not copied: they are checked (check_rows) and the product reads them where they lie,
+ * as NumPy's own product would.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include "cpu_simd.h"
@@ -354,6 +357,90 @@ static int prepare(const linear_spec *s, const void *X, int64_t n, void *scratch
     return prepare_rows(s, X, n, scratch);
 }
 
+/* The input check alone, for rows the product takes where they lie (no step before it,
+ * already of the product's dtype): the refusals of prepare_rows, as flags (CHECK_NAN:
+ * a NaN; CHECK_RANGE: a value above the limit) over the whole run. The limit is a
+ * dtype's largest finite value: a float value exceeds float64's only if it is infinite,
+ * which is what exceeding float32's means too, so floats compare in float. */
+#define DEFINE_CHECK_SCALAR(NAME, T, ABS)                                                  \
+static int NAME(const T *x, int64_t count, T limit) {                                      \
+    int nan = 0, large = 0;                                                                \
+    for (int64_t i = 0; i < count; i++) {                                                  \
+        nan |= x[i] != x[i];                                                               \
+        large |= ABS(x[i]) > limit;  /* false for NaN */                                   \
+    }                                                                                      \
+    return (nan ? CHECK_NAN : 0) | (large ? CHECK_RANGE : 0);                              \
+}
+DEFINE_CHECK_SCALAR(check_doubles, double, fabs)
+DEFINE_CHECK_SCALAR(check_floats, float, fabsf)
+
+#ifdef HAVE_AVX512_DISPATCH
+/* Vector forms: whether every value v has |v| <= limit (false for NaN as for a large
+ * value), four vectors at a time so that no test waits on the last; where one fails,
+ * the scalar loop says which refusal it is. */
+#define DEFINE_CHECK_AVX512(NAME, T, LANES, MASK, VEC, SUFFIX, SCALAR)                     \
+__attribute__((target("avx512f")))                                                         \
+static int NAME(const T *x, int64_t count, T limit) {                                      \
+    const VEC top = _mm512_set1_##SUFFIX(limit);                                           \
+    MASK bad[4] = {0, 0, 0, 0};                                                            \
+    int64_t i = 0;                                                                         \
+    for (; i + 4 * LANES <= count; i += 4 * LANES)                                         \
+        for (int k = 0; k < 4; k++)                                                        \
+            bad[k] |= _mm512_cmp_##SUFFIX##_mask(                                          \
+                _mm512_abs_##SUFFIX(_mm512_loadu_##SUFFIX(x + i + k * LANES)), top, _CMP_NLE_UQ);\
+    for (; i < count; i += LANES) {                                                        \
+        const MASK lanes = count - i >= LANES ? (MASK)~0u                                  \
+                                              : (MASK)((1u << (count - i)) - 1u);          \
+        bad[0] |= _mm512_mask_cmp_##SUFFIX##_mask(                                         \
+            lanes, _mm512_abs_##SUFFIX(_mm512_maskz_loadu_##SUFFIX(lanes, x + i)), top,    \
+            _CMP_NLE_UQ);                                                                  \
+    }                                                                                      \
+    return (bad[0] | bad[1] | bad[2] | bad[3]) ? SCALAR(x, count, limit) : 0;              \
+}
+DEFINE_CHECK_AVX512(check_doubles_avx512, double, 8, __mmask8, __m512d, pd, check_doubles)
+DEFINE_CHECK_AVX512(check_floats_avx512, float, 16, __mmask16, __m512, ps, check_floats)
+
+/* AVX2: whole vectors, then the scalar loop for the rest. */
+#define DEFINE_CHECK_AVX2(NAME, T, LANES, VEC, SUFFIX, SCALAR)                             \
+__attribute__((target("avx2")))                                                            \
+static int NAME(const T *x, int64_t count, T limit) {                                      \
+    const VEC top = _mm256_set1_##SUFFIX(limit), sign = _mm256_set1_##SUFFIX(-0.0);        \
+    VEC bad[4];                                                                            \
+    for (int k = 0; k < 4; k++) bad[k] = _mm256_setzero_##SUFFIX();                        \
+    int64_t i = 0;                                                                         \
+    for (; i + 4 * LANES <= count; i += 4 * LANES)                                         \
+        for (int k = 0; k < 4; k++)                                                        \
+            bad[k] = _mm256_or_##SUFFIX(bad[k], _mm256_cmp_##SUFFIX(_mm256_andnot_##SUFFIX(\
+                sign, _mm256_loadu_##SUFFIX(x + i + k * LANES)), top, _CMP_NLE_UQ));       \
+    const VEC any = _mm256_or_##SUFFIX(_mm256_or_##SUFFIX(bad[0], bad[1]),                 \
+                                       _mm256_or_##SUFFIX(bad[2], bad[3]));                \
+    return _mm256_movemask_##SUFFIX(any) ? SCALAR(x, count, limit)                         \
+                                         : SCALAR(x + i, count - i, limit);                \
+}
+DEFINE_CHECK_AVX2(check_doubles_avx2, double, 4, __m256d, pd, check_doubles)
+DEFINE_CHECK_AVX2(check_floats_avx2, float, 8, __m256, ps, check_floats)
+#endif
+
+static int check_rows(const linear_spec *s, const void *X, int64_t n) {
+    if (!s->check) return 1;
+    const int64_t count = n * s->n_features;
+    const float float_limit = s->limit >= (double)FLT_MAX ? FLT_MAX : (float)s->limit;
+    int found;
+#ifdef HAVE_AVX512_DISPATCH
+    const int64_t simd = simd_form();
+    if (simd == SIMD_AVX512)
+        found = s->rows_double ? check_doubles_avx512(X, count, s->limit)
+                               : check_floats_avx512(X, count, float_limit);
+    else if (simd == SIMD_AVX2)
+        found = s->rows_double ? check_doubles_avx2(X, count, s->limit)
+                               : check_floats_avx2(X, count, float_limit);
+    else
+#endif
+    found = s->rows_double ? check_doubles(X, count, s->limit)
+                           : check_floats(X, count, float_limit);
+    return !(found & s->check);
+}
+
 /* ``X @ coef.T`` as NumPy's matmul computes it for these shapes, into ``sums`` (values of
  * the product's dtype). */
 static int product(const linear_spec *s, const void *rows, int64_t n, void *sums) {
@@ -395,14 +482,18 @@ static int product(const linear_spec *s, const void *rows, int64_t n, void *sums
 /* raw (n x n_outputs) and, for the links computed here, the transformed scores, each in
  * the raw dtype. ``rows`` (n x n_features) and ``sums`` (n x n_outputs values of the
  * product's dtype) are the caller's buffers, or NULL for buffers on the stack, which
- * hold up to MAX_CELLS row values and 256 scores. Returns -1 when done, 0 when the
- * caller's full path must run the call. */
+ * hold up to MAX_CELLS row values and 256 scores (rows with no step to take, already of
+ * the product's dtype, need no buffer: the product reads them from X). Returns -1 when
+ * done, 0 when the caller's full path must run the call. */
 int64_t woodstar_linear_predict(const linear_spec *s, const void *X, int64_t n, void *raw,
                                 void *transformed, void *rows, void *sums) {
     const int64_t d = s->n_features, k = s->n_outputs;
     double row_cells[rows ? 1 : MAX_CELLS], score_cells[sums ? 1 : 256];
     if (n < 1) return 0;
-    if (!rows) {
+    if (s->n_steps == 0 && s->rows_double == s->product_double) {
+        if (!check_rows(s, X, n)) return 0;
+        rows = (void *)X;  /* the values prepare_rows would copy, bit for bit */
+    } else if (!rows) {
         if (n * d > MAX_CELLS) return 0;
         rows = row_cells;
     }
@@ -410,7 +501,7 @@ int64_t woodstar_linear_predict(const linear_spec *s, const void *X, int64_t n, 
         if (n * k > 256) return 0;
         sums = score_cells;
     }
-    if (!prepare(s, X, n, rows)) return 0;
+    if (rows != X && !prepare(s, X, n, rows)) return 0;
     if (!product(s, rows, n, sums)) return 0;
     for (int64_t i = 0; i < n * k; i++) {
         const double sum = s->product_double ? ((const double *)sums)[i]

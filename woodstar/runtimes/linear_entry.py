@@ -186,6 +186,9 @@ class LinearNativeEntry:
                                       else self.stack_rows)
         double = product == _F64
         self.product_dtype = np.dtype(product)
+        # No step and rows of the product's dtype: the C call multiplies the rows where
+        # they lie (it only checks them), so it needs no row buffer.
+        self.rows_in_place = not codes and rows == self.product_dtype
         # Float32 rows whose operands are all float32 values step in float32 (the same
         # answers: linear_entry.c, prepare_floats_avx512).
         floats = self._operands.astype(np.float32)
@@ -219,7 +222,8 @@ class LinearNativeEntry:
         address = _address(out)
         rows = sums = None  # up to stack_rows, the C call's own buffers
         if n > self.stack_rows:
-            rows = np.empty(n * self.n_features, dtype=self.product_dtype)
+            if not self.rows_in_place:
+                rows = np.empty(n * self.n_features, dtype=self.product_dtype)
             sums = np.empty(split, dtype=self.product_dtype)
         if self._predict(self._spec_address, _address(X), n, address,
                          address + out.itemsize * split,

@@ -83,7 +83,8 @@ CPU_ROUTE = "cpu_route"
 """Woodstar's own key: which code runs calls on the torch backend's CPU: "auto" (the
 execution plan's choice), "program" (the Torch program), "numpy" (models without
 trees), or a tree runtime: "c-walk", "onnx-ml", "numpy-walk" (woodstar/plan.py). A
-route that cannot take the model is refused at convert time."""
+route that cannot take the model is refused at convert time, and so is any route but
+"program" on another backend or off the CPU."""
 
 ONNX_RUNTIME_THREADS = "onnx_runtime_threads"
 """Woodstar's own key, for ONNX-ML graphs: the intra-op thread count of the ONNX Runtime

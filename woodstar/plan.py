@@ -87,7 +87,11 @@ def choose_routes(ir: ModelIR, backend: str, device_type: str, options) -> Route
     time, so the container asks once."""
     forced = options.cpu_route
     if forced == "program" or backend != "torch" or device_type != "cpu":
-        if forced not in (None, "program") and backend == "torch":
+        if forced not in (None, "program") and backend != "torch":
+            _refuse(ir.head.estimator, forced,
+                    f"CPU routes run on the 'torch' backend (this one is {backend!r}, which "
+                    f"runs its own program)")
+        if forced not in (None, "program"):
             _refuse(ir.head.estimator, forced, f"CPU routes run on the CPU (device {device_type!r})")
         return PROGRAM_ONLY
     if options.tvm_pad_input and options.batch_size is not None and forced is None:

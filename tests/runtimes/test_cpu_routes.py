@@ -166,6 +166,18 @@ def test_a_route_that_cannot_take_the_model_is_refused(forest):
         woodstar.convert(model, "torch", extra_config={"cpu_route": "fast"})
 
 
+def test_a_cpu_route_forced_on_another_backend_is_refused(forest):
+    """The exporting backends run their own program: a CPU route asked of one is an
+    error that says so, not an option silently dropped."""
+    model, _ = forest
+    for route in ("c-walk", "numpy-walk"):
+        with pytest.raises(MissingConverter, match="CPU routes run on the 'torch' backend "
+                                                   "\\(this one is 'torch.jit'"):
+            woodstar.convert(model, "torch.jit", extra_config={"cpu_route": route})
+    converted = woodstar.convert(model, "torch.jit", extra_config={"cpu_route": "program"})
+    assert converted._routes.for_rows(1) == "program"
+
+
 def test_small_batch_rows_is_validated(forest):
     model, _ = forest
     with pytest.raises(ConstantError, match="small_batch_rows"):

@@ -641,6 +641,54 @@ typedef struct {
     int64_t levels;
 } tree_heads;
 
+/* The float route's nodes again as three arrays (feature, right child, threshold: 12
+ * bytes a node, no flags), for deep trees' clean steps: a block's rows take them 16 at a
+ * time, each 16 rows' nodes held in registers from their entry to the tree's depth, the
+ * loops unrolled. Same comparisons and steps as ADVANCE's clean one. Either change alone
+ * (the arrays, or 16 rows in registers over the records) gained nothing; together they
+ * cut 3-11% (benchmarks/notes.md, "Deep trees: 16 rows in registers over three
+ * arrays"). */
+#define DEEP_ARRAYS 1  /* 0: deep trees' clean steps read the node records (A/B) */
+#define DEEP_LANES 16
+typedef struct {
+    const int32_t *feature;   /* per node; NULL: no arrays (the double route) */
+    const int32_t *right;
+    const float *threshold;
+} node_arrays;
+
+/* Steps rows [0, rows) of a clean block from their node in at[] (their entry, or the
+ * root) through levels [first_level, depth) of a tree. */
+static inline void deep_steps_float(const float *xb, int64_t rows, int64_t n_cols,
+                                    const node_arrays *na, int32_t first_level,
+                                    int32_t depth, int32_t *at)
+{
+    const int32_t *feature = na->feature, *right = na->right;
+    const float *threshold = na->threshold;
+    int64_t r = 0;
+    for (; r + DEEP_LANES <= rows; r += DEEP_LANES) {
+        int64_t node[DEEP_LANES];
+        const float *row[DEEP_LANES];
+        for (int q = 0; q < DEEP_LANES; ++q) {
+            node[q] = at[r + q];
+            row[q] = xb + (r + q) * n_cols;
+        }
+        for (int32_t level = first_level; level < depth; ++level) {
+            _Pragma("GCC unroll 16")
+            for (int q = 0; q < DEEP_LANES; ++q) {
+                const int64_t here = node[q];
+                node[q] = right[here] - (row[q][feature[here]] <= threshold[here]);
+            }
+        }
+        for (int q = 0; q < DEEP_LANES; ++q)
+            at[r + q] = (int32_t)node[q];
+    }
+    for (int32_t level = first_level; level < depth; ++level)
+        for (int64_t q = r; q < rows; ++q) {
+            const int32_t here = at[q];
+            at[q] = right[here] - (xb[q * n_cols + feature[here]] <= threshold[here]);
+        }
+}
+
 /* Walks the clean block's rows through tree's head, 8 or 16 at a time; leaves each
  * walked row's node in at[] and returns how many rows it walked (0: the tree has no
  * head, or this CPU no SIMD walk). */
@@ -791,7 +839,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                  double range_lo, double range_hi, ACC *out, int64_t n_out,                \
                  const int32_t *cat_start, const int32_t *cat_size,                        \
                  const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct,    \
-                 const oblivious_trees *ob, const tree_heads *hd)                          \
+                 const oblivious_trees *ob, const tree_heads *hd, const node_arrays *na)   \
 {                                                                                          \
     const T lo = (T)range_lo, hi = (T)range_hi;                                            \
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
@@ -945,6 +993,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             const int32_t head_levels = head_rows ? (int32_t)hd->levels : 0;               \
             for (int64_t r = r0 > head_rows ? r0 : head_rows; r < rows; ++r)               \
                 at[r] = root;                                                              \
+            if (DEEP_ARRAYS && clean && na->feature && sizeof(T) == sizeof(float)          \
+                && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
+                deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
+            else                                                                           \
             for (int32_t level = 0; level < depth; ++level) {                              \
                 int32_t moved = 0;                                                         \
                 const int64_t first = level < head_levels ? head_rows : r0;                \
@@ -993,6 +1045,7 @@ typedef struct {
     complete_trees ct;
     oblivious_trees ob;
     tree_heads hd;
+    node_arrays na;
 } model;
 
 /* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
@@ -1062,13 +1115,13 @@ static void NAME##_range(const model *m, const char *x, int64_t n_rows, char *ou
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const float *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (float *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,   \
-            m->cat_rule, &m->ct, &m->ob, &m->hd);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na);                                                          \
     else                                                                                   \
         (m->has_categorical ? CAT : m->has_range ? RANGED : PLAIN)(                        \
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const double *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (double *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,  \
-            m->cat_rule, &m->ct, &m->ob, &m->hd);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na);                                                          \
 }                                                                                          \
 int64_t NAME(const model *m, const T *x, int64_t n_rows, void *out, int64_t n_threads)     \
 {                                                                                          \

@@ -67,7 +67,9 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("ob_features", ctypes.c_void_p), ("ob_n_features", ctypes.c_int64),
                 ("ob_all", ctypes.c_int64), ("hd_start", ctypes.c_void_p),
                 ("hd_feature", ctypes.c_void_p), ("hd_threshold", ctypes.c_void_p),
-                ("hd_entry", ctypes.c_void_p), ("hd_levels", ctypes.c_int64)]
+                ("hd_entry", ctypes.c_void_p), ("hd_levels", ctypes.c_int64),
+                ("na_feature", ctypes.c_void_p), ("na_right", ctypes.c_void_p),
+                ("na_threshold", ctypes.c_void_p)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -303,7 +305,7 @@ class CTreeWalk(CpuRoute):
                              _address(self.cat_bits), int(categorical.any()),
                              CATEGORICAL_RULES[ens.categorical_rule],
                              *self._complete_trees(ens, dtype), *self._oblivious_trees(ens),
-                             *self._tree_heads(ens, dtype, order))
+                             *self._tree_heads(ens, dtype, order), *self._node_arrays(dtype))
         self._model_address = ctypes.addressof(self._model)
         depths = self.depths.astype(np.float64)
         if self.ob_nan_right is not None:  # a level without a node lookup costs less
@@ -344,6 +346,17 @@ class CTreeWalk(CpuRoute):
         self.ct_default_left = default_left
         return (_address(self.ct_start), _address(feature), _address(threshold),
                 _address(leaf))
+
+    def _node_arrays(self, dtype: str):
+        """The float route's nodes as three arrays (``node_arrays`` in c_walk.c), which
+        deep trees' clean steps read; None where no tree is deeper than the complete-tree
+        copies, and on the double route."""
+        if dtype != "float32" or not (self.depths > COMPLETE_TREE_MAX_DEPTH).any():
+            return None, None, None
+        self.na_feature = np.ascontiguousarray(self.nodes["feature"])
+        self.na_right = np.ascontiguousarray(self.nodes["right"])
+        self.na_threshold = np.ascontiguousarray(self.nodes["threshold"])
+        return _address(self.na_feature), _address(self.na_right), _address(self.na_threshold)
 
     def _tree_heads(self, ens: TreeEnsemble, dtype: str, order: np.ndarray):
         """The heads of the trees deeper than the complete-tree copies take

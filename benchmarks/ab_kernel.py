@@ -17,6 +17,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--define FEW_ROWS_SIMD=0]  (... with one of its switches set otherwise)
        [--setting HEAD_LEVELS=5]  (... converting with a constant of c_walk.py set otherwise)
        [--no-peers]  (no oneDAL or CatBoost in the rounds)
+       [--missing 0.01]  (that share of the rows' values NaN)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -94,10 +95,12 @@ def _with_setting(setting, make):
 
 
 def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, candidates=None,
-            settings=(), peers=True):
+            settings=(), peers=True, missing=0.0):
     """``candidate``: one other kernel source (key "candidate"); ``candidates``: several,
     as {name: source} (keys "candidate:<name>"); ``settings``: the shipped kernel with a
-    constant of c_walk.py changed, as "NAME=VALUE" (keys "setting:NAME=VALUE")."""
+    constant of c_walk.py changed, as "NAME=VALUE" (keys "setting:NAME=VALUE");
+    ``missing``: the share of the rows' values made NaN (seeded), for models that take
+    missing values."""
     results = []
     for name in names:
         spec = SPECS.get(name) or MODEL_SPECS[name]  # any model of benchmarks/models.py
@@ -105,6 +108,9 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
         if "n_jobs" in model.get_params():  # a forest's threads add its trees in any order
             model.set_params(n_jobs=1)      # the serial order, which woodstar gives
         X_all = test_rows(spec, max(rows_list))
+        if missing:
+            X_all = X_all.copy()
+            X_all[np.random.default_rng(0).random(X_all.shape) < missing] = np.nan
         for threads in threads_list:
             torch.set_num_threads(threads)
             fns = {"c-walk": _woodstar(model, threads, X_all).predict_proba}
@@ -140,7 +146,7 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
                 per_round = [interleaved_median_ms(fns, X, _repeats(rows))
                              for _ in range(rounds)]
                 ratios = {k: [r[k] / r["c-walk"] for r in per_round] for k in fns if k != "c-walk"}
-                row = {"model": name, "threads": threads, "rows": rows,
+                row = {"model": name, "threads": threads, "rows": rows, "missing": missing,
                        "repeats": _repeats(rows), "rounds": rounds,
                        "median_ms": {k: statistics.median(r[k] for r in per_round) for k in fns},
                        "round_ms": per_round, "wrong_answers": wrong,
@@ -198,6 +204,8 @@ def main(argv=None):
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="add the shipped kernel converting with a constant of c_walk.py "
                              "set otherwise (repeatable: one candidate each)")
+    parser.add_argument("--missing", type=float, default=0.0,
+                        help="the share of the rows' values made NaN (default 0)")
     parser.add_argument("--no-peers", action="store_true",
                         help="time woodstar's kernels only: oneDAL's pool threads, busy "
                              "after its calls, slow the next thread split in the rounds")
@@ -219,7 +227,7 @@ def main(argv=None):
     several = dict(zip(names, args.candidate)) if len(args.candidate) > 1 else None
     results = measure(args.models, [int(t) for t in args.threads.split(",")],
                       [int(r) for r in args.rows.split(",")], args.rounds, one,
-                      Path(args.out), several, args.setting, not args.no_peers)
+                      Path(args.out), several, args.setting, not args.no_peers, args.missing)
     for row in results:
         if one:
             row["candidate"] = names[0]

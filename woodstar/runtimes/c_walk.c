@@ -654,7 +654,27 @@ typedef struct {
     const int32_t *feature;   /* per node; NULL: no arrays (the double route) */
     const int32_t *right;
     const float *threshold;
+    const int32_t *feature_nan;  /* per node, the column it reads in a widened block (see
+                                    NAN_WIDENED); NULL: blocks with NaN keep the records */
 } node_arrays;
+
+/* A block with NaN has no clean steps; for the deep steps above it is widened instead:
+ * each row becomes [x, x with NaN as -inf], and a node whose missing values go left
+ * (leaves included) reads its feature in the second half. NaN <= t is false and
+ * -inf <= t is true, so every row takes the side STEP_NAN_ONLY gives it, and the same
+ * 16-row steps walk the block. Models of more than NAN_WIDENED_MAX_COLS columns keep the
+ * records (the widened block is 8 bytes a column a row). */
+#define NAN_WIDENED 1  /* 0: deep trees of blocks with NaN step over the records (A/B) */
+#define NAN_WIDENED_MAX_COLS 4096
+static inline void widen_block(const float *xb, int64_t rows, int64_t n_cols, float *wide)
+{
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n_cols; ++j) {
+            const float v = xb[r * n_cols + j];
+            wide[r * 2 * n_cols + j] = v;
+            wide[r * 2 * n_cols + n_cols + j] = v != v ? -INFINITY : v;
+        }
+}
 
 /* Steps rows [0, rows) of a clean block from their node in at[] (their entry, or the
  * root) through levels [first_level, depth) of a tree. */
@@ -938,10 +958,14 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     }                                                                                      \
     float *xt = OBLIVIOUS_WALK && ob->n_features && sizeof(T) == sizeof(float)             \
         ? (float *)malloc((size_t)ob->n_features * ROW_BLOCK * sizeof(float)) : NULL;     \
+    float *wide = NAN_WIDENED && DEEP_ARRAYS && CLEAN_STEP##_OK && na->feature_nan         \
+                  && sizeof(T) == sizeof(float) && n_cols <= NAN_WIDENED_MAX_COLS         \
+        ? (float *)malloc((size_t)n_cols * 2 * ROW_BLOCK * sizeof(float)) : NULL;         \
+    const node_arrays nan_arrays = {na->feature_nan, na->right, na->threshold, NULL};      \
     for (int64_t block = 0; block < n_rows; block += ROW_BLOCK) {                          \
         const int64_t rows = n_rows - block < ROW_BLOCK ? n_rows - block : ROW_BLOCK;      \
         const T *xb = x + block * n_cols;                                                  \
-        int clean = CLEAN_STEP##_OK, copied = 0;                                           \
+        int clean = CLEAN_STEP##_OK, copied = 0, widened = 0;                              \
         for (int64_t i = 0; clean && i < rows * n_cols; ++i)                               \
             clean = xb[i] == xb[i];                                                        \
         for (int64_t t = 0; t < n_trees; ++t) {                                            \
@@ -996,7 +1020,11 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             if (DEEP_ARRAYS && clean && na->feature && sizeof(T) == sizeof(float)          \
                 && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
                 deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
-            else                                                                           \
+            else if (wide && !clean && depth > GROUP_MAX_DEPTH && r0 == 0 && !head_rows) { \
+                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
+                widened = 1;                                                               \
+                deep_steps_float(wide, rows, 2 * n_cols, &nan_arrays, 0, depth, at);       \
+            } else                                                                         \
             for (int32_t level = 0; level < depth; ++level) {                              \
                 int32_t moved = 0;                                                         \
                 const int64_t first = level < head_levels ? head_rows : r0;                \
@@ -1016,6 +1044,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
         }                                                                                  \
     }                                                                                      \
     free(xt);                                                                              \
+    free(wide);                                                                            \
 }
 
 DEFINE_WALK(walk_f32, node32, float, STEP_NAN_ONLY, double, STEP_NO_MISSING)

@@ -69,7 +69,7 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("hd_feature", ctypes.c_void_p), ("hd_threshold", ctypes.c_void_p),
                 ("hd_entry", ctypes.c_void_p), ("hd_levels", ctypes.c_int64),
                 ("na_feature", ctypes.c_void_p), ("na_right", ctypes.c_void_p),
-                ("na_threshold", ctypes.c_void_p)]
+                ("na_threshold", ctypes.c_void_p), ("na_feature_nan", ctypes.c_void_p)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -349,14 +349,21 @@ class CTreeWalk(CpuRoute):
 
     def _node_arrays(self, dtype: str):
         """The float route's nodes as three arrays (``node_arrays`` in c_walk.c), which
-        deep trees' clean steps read; None where no tree is deeper than the complete-tree
-        copies, and on the double route."""
+        deep trees' steps read, and the columns they read in a block widened for its NaN;
+        None where no tree is deeper than the complete-tree copies, and on the double
+        route."""
         if dtype != "float32" or not (self.depths > COMPLETE_TREE_MAX_DEPTH).any():
-            return None, None, None
+            return None, None, None, None
         self.na_feature = np.ascontiguousarray(self.nodes["feature"])
         self.na_right = np.ascontiguousarray(self.nodes["right"])
         self.na_threshold = np.ascontiguousarray(self.nodes["threshold"])
-        return _address(self.na_feature), _address(self.na_right), _address(self.na_threshold)
+        # In a block widened to [x, x with NaN as -inf], a node whose missing values go
+        # left (every leaf does) reads the second half.
+        goes_left = (self.nodes["flags"] & DEFAULT_LEFT) != 0
+        self.na_feature_nan = np.ascontiguousarray(
+            self.na_feature + np.where(goes_left, self.n_features, 0), dtype=np.int32)
+        return (_address(self.na_feature), _address(self.na_right),
+                _address(self.na_threshold), _address(self.na_feature_nan))
 
     def _tree_heads(self, ens: TreeEnsemble, dtype: str, order: np.ndarray):
         """The heads of the trees deeper than the complete-tree copies take

@@ -20,7 +20,9 @@
  * Large calls split their rows over threads (run_ranges). On a CPU with AVX2 or AVX-512
  * (asked at run time; the build needs only the compiler's intrinsics), row blocks without
  * NaN walk the float route's trees of depth <= 8 eight or sixteen rows per vector over
- * complete-tree copies (complete_trees below); the node walk takes every other case.
+ * complete-tree copies (complete_trees below); deeper trees step 16 rows at a time over
+ * three node arrays (node_arrays), blocks with NaN widened for them; the node walk over
+ * the records takes every other case.
  *
  * No -ffast-math: it would break the NaN tests.
  */
@@ -642,12 +644,12 @@ typedef struct {
 } tree_heads;
 
 /* The float route's nodes again as three arrays (feature, right child, threshold: 12
- * bytes a node, no flags), for deep trees' clean steps: a block's rows take them 16 at a
- * time, each 16 rows' nodes held in registers from their entry to the tree's depth, the
- * loops unrolled. Same comparisons and steps as ADVANCE's clean one. Either change alone
- * (the arrays, or 16 rows in registers over the records) gained nothing; together they
- * cut 3-11% (benchmarks/notes.md, "Deep trees: 16 rows in registers over three
- * arrays"). */
+ * bytes a node, no flags), for deep trees' steps: a block's rows take them 16 at a time,
+ * each 16 rows' nodes held in registers from their entry to the tree's depth, the loops
+ * unrolled. Same comparisons and steps as ADVANCE's clean one. Either change alone (the
+ * arrays, or 16 rows in registers over the records) gained nothing; together they take
+ * 3-16% less time from 1 000 rows (benchmarks/notes.md, "Deep trees: 16 rows in
+ * registers over three arrays"). */
 #define DEEP_ARRAYS 1  /* 0: deep trees' clean steps read the node records (A/B) */
 #define DEEP_LANES 16
 typedef struct {
@@ -676,8 +678,8 @@ static inline void widen_block(const float *xb, int64_t rows, int64_t n_cols, fl
         }
 }
 
-/* Steps rows [0, rows) of a clean block from their node in at[] (their entry, or the
- * root) through levels [first_level, depth) of a tree. */
+/* Steps rows [0, rows) of a clean or widened block from their node in at[] (their
+ * entry, or the root) through levels [first_level, depth) of a tree. */
 static inline void deep_steps_float(const float *xb, int64_t rows, int64_t n_cols,
                                     const node_arrays *na, int32_t first_level,
                                     int32_t depth, int32_t *at)

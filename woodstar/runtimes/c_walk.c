@@ -20,9 +20,9 @@
  * Large calls split their rows over threads (run_ranges). On a CPU with AVX2 or AVX-512
  * (asked at run time; the build needs only the compiler's intrinsics), row blocks without
  * NaN walk the float route's trees of depth <= 8 eight or sixteen rows per vector over
- * complete-tree copies (complete_trees below); deeper trees step 16 rows at a time over
- * three node arrays (node_arrays), blocks with NaN widened for them; the node walk over
- * the records takes every other case.
+ * complete-tree copies (complete_trees below) and deeper trees step 16 rows at a time over
+ * three node arrays (node_arrays); blocks with NaN are widened for both
+ * (widened_columns); the node walk over the records takes every other case.
  *
  * No -ffast-math: it would break the NaN tests.
  */
@@ -656,16 +656,20 @@ typedef struct {
     const int32_t *feature;   /* per node; NULL: no arrays (the double route) */
     const int32_t *right;
     const float *threshold;
-    const int32_t *feature_nan;  /* per node, the column it reads in a widened block (see
-                                    NAN_WIDENED); NULL: blocks with NaN keep the records */
 } node_arrays;
 
-/* A block with NaN has no clean steps; for the deep steps above it is widened instead:
- * each row becomes [x, x with NaN as -inf], and a node whose missing values go left
- * (leaves included) reads its feature in the second half. NaN <= t is false and
- * -inf <= t is true, so every row takes the side STEP_NAN_ONLY gives it, and the same
- * 16-row steps walk the block. Models of more than NAN_WIDENED_MAX_COLS columns keep the
- * records (the widened block is 8 bytes a column a row). */
+/* A block with NaN has no clean steps; for the complete-tree copies, the heads and the
+ * deep steps it is widened instead: each row becomes [x, x with NaN as -inf], and a
+ * node or slot whose missing values go left (leaves and leaf-passing slots included)
+ * reads its feature in the second half. NaN <= t is false and -inf <= t is true, so
+ * every row takes the side STEP_NAN_ONLY gives it, and the clean block's walks walk the
+ * widened one with these columns. Models of more than NAN_WIDENED_MAX_COLS columns keep
+ * the records (the widened block is 8 bytes a column a row). */
+typedef struct {
+    const int32_t *node;      /* per node, as node_arrays' feature; NULL: no widened blocks */
+    const int32_t *complete;  /* per slot of the complete-tree copies (NULL: none) */
+    const int32_t *head;      /* per slot of the heads (NULL: none) */
+} widened_columns;
 #define NAN_WIDENED 1  /* 0: deep trees of blocks with NaN step over the records (A/B) */
 #define NAN_WIDENED_MAX_COLS 4096
 static inline void widen_block(const float *xb, int64_t rows, int64_t n_cols, float *wide)
@@ -861,7 +865,8 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                  double range_lo, double range_hi, ACC *out, int64_t n_out,                \
                  const int32_t *cat_start, const int32_t *cat_size,                        \
                  const uint32_t *cat_bits, int64_t cat_rule, const complete_trees *ct,    \
-                 const oblivious_trees *ob, const tree_heads *hd, const node_arrays *na)   \
+                 const oblivious_trees *ob, const tree_heads *hd, const node_arrays *na,   \
+                 const widened_columns *wc)                                                \
 {                                                                                          \
     const T lo = (T)range_lo, hi = (T)range_hi;                                            \
     int32_t at[ROW_BLOCK > TREE_LANES ? ROW_BLOCK : TREE_LANES];                           \
@@ -960,10 +965,14 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     }                                                                                      \
     float *xt = OBLIVIOUS_WALK && ob->n_features && sizeof(T) == sizeof(float)             \
         ? (float *)malloc((size_t)ob->n_features * ROW_BLOCK * sizeof(float)) : NULL;     \
-    float *wide = NAN_WIDENED && DEEP_ARRAYS && CLEAN_STEP##_OK && na->feature_nan         \
-                  && sizeof(T) == sizeof(float) && n_cols <= NAN_WIDENED_MAX_COLS         \
+    float *wide = NAN_WIDENED && CLEAN_STEP##_OK && wc->node && sizeof(T) == sizeof(float) \
+                  && n_cols <= NAN_WIDENED_MAX_COLS                                        \
         ? (float *)malloc((size_t)n_cols * 2 * ROW_BLOCK * sizeof(float)) : NULL;         \
-    const node_arrays nan_arrays = {na->feature_nan, na->right, na->threshold, NULL};      \
+    const node_arrays wide_nodes = {wc->node, na->right, na->threshold};                   \
+    const complete_trees wide_ct = {wc->complete ? ct->start : NULL, wc->complete,         \
+                                    ct->threshold, ct->leaf};                              \
+    const tree_heads wide_hd = {wc->head ? hd->start : NULL, wc->head, hd->threshold,      \
+                                hd->entry, hd->levels};                                    \
     for (int64_t block = 0; block < n_rows; block += ROW_BLOCK) {                          \
         const int64_t rows = n_rows - block < ROW_BLOCK ? n_rows - block : ROW_BLOCK;      \
         const T *xb = x + block * n_cols;                                                  \
@@ -987,11 +996,19 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                     continue;                                                              \
                 }                                                                          \
             }                                                                              \
-            if (clean && depth <= GROUP_MAX_DEPTH                                          \
-                     && (depth <= AVX2_LEVELS_IN_REGISTERS || rows >= SIMD_MIN_ROWS))      \
+            const int complete_walks = depth <= GROUP_MAX_DEPTH                            \
+                && (depth <= AVX2_LEVELS_IN_REGISTERS || rows >= SIMD_MIN_ROWS);           \
+            if (clean && complete_walks)                                                   \
                 r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \
                                        one_sum ? (void *)acc : NULL, leaf,                 \
                                        sizeof(ACC) == sizeof(float), width);               \
+            else if (wide && complete_walks && wide_ct.start) {                            \
+                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
+                widened = 1;                                                               \
+                r0 = complete_walk_float(wide, rows, 2 * n_cols, &wide_ct, t, depth, at,   \
+                                         one_sum ? (void *)acc : NULL, leaf,               \
+                                         sizeof(ACC) == sizeof(float), width);             \
+            }                                                                              \
             if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */            \
                 for (int64_t q = 0; q < r0; ++q)                                           \
                     for (int64_t k = 0; k < width; ++k)                                    \
@@ -1014,18 +1031,25 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                 }                                                                          \
             }                                                                              \
             /* a deep tree's head: rows below head_rows start that many levels down */  \
-            const int64_t head_rows = clean && depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS\
-                ? head_walk_##T(xb, rows, n_cols, hd, t, at) : 0;                          \
+            int64_t head_rows = 0;                                                         \
+            if (depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS && clean)                 \
+                head_rows = head_walk_##T(xb, rows, n_cols, hd, t, at);                    \
+            else if (depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS && wide && wide_hd.start) {\
+                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
+                widened = 1;                                                               \
+                head_rows = head_walk_float(wide, rows, 2 * n_cols, &wide_hd, t, at);      \
+            }                                                                              \
             const int32_t head_levels = head_rows ? (int32_t)hd->levels : 0;               \
             for (int64_t r = r0 > head_rows ? r0 : head_rows; r < rows; ++r)               \
                 at[r] = root;                                                              \
             if (DEEP_ARRAYS && clean && na->feature && sizeof(T) == sizeof(float)          \
                 && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
                 deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
-            else if (wide && !clean && depth > GROUP_MAX_DEPTH && r0 == 0 && !head_rows) { \
+            else if (DEEP_ARRAYS && wide && !clean && na->feature && depth > GROUP_MAX_DEPTH  \
+                     && r0 == 0 && (head_rows == rows || !head_rows)) {                    \
                 if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
                 widened = 1;                                                               \
-                deep_steps_float(wide, rows, 2 * n_cols, &nan_arrays, 0, depth, at);       \
+                deep_steps_float(wide, rows, 2 * n_cols, &wide_nodes, head_levels, depth, at);\
             } else                                                                         \
             for (int32_t level = 0; level < depth; ++level) {                              \
                 int32_t moved = 0;                                                         \
@@ -1077,6 +1101,7 @@ typedef struct {
     oblivious_trees ob;
     tree_heads hd;
     node_arrays na;
+    widened_columns wc;
 } model;
 
 /* Row ranges on threads. Each thread walks whole rows into its own rows of ``out``, so
@@ -1146,13 +1171,13 @@ static void NAME##_range(const model *m, const char *x, int64_t n_rows, char *ou
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const float *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (float *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,   \
-            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na, &m->wc);                                                          \
     else                                                                                   \
         (m->has_categorical ? CAT : m->has_range ? RANGED : PLAIN)(                        \
             (const T *)x, n_rows, m->n_cols, (const NODE *)m->nodes, m->roots, m->depths,  \
             m->out_start, m->n_trees, (const double *)m->leaf_value, m->width, m->range_lo, \
             m->range_hi, (double *)out, m->n_out, m->cat_start, m->cat_size, m->cat_bits,  \
-            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na);                                                          \
+            m->cat_rule, &m->ct, &m->ob, &m->hd, &m->na, &m->wc);                                                          \
 }                                                                                          \
 int64_t NAME(const model *m, const T *x, int64_t n_rows, void *out, int64_t n_threads)     \
 {                                                                                          \

@@ -69,7 +69,8 @@ class _Model(ctypes.Structure):  # ``model`` in c_walk.c
                 ("hd_feature", ctypes.c_void_p), ("hd_threshold", ctypes.c_void_p),
                 ("hd_entry", ctypes.c_void_p), ("hd_levels", ctypes.c_int64),
                 ("na_feature", ctypes.c_void_p), ("na_right", ctypes.c_void_p),
-                ("na_threshold", ctypes.c_void_p), ("na_feature_nan", ctypes.c_void_p)]
+                ("na_threshold", ctypes.c_void_p), ("wc_node", ctypes.c_void_p),
+                ("wc_complete", ctypes.c_void_p), ("wc_head", ctypes.c_void_p)]
 
 
 class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
@@ -305,7 +306,8 @@ class CTreeWalk(CpuRoute):
                              _address(self.cat_bits), int(categorical.any()),
                              CATEGORICAL_RULES[ens.categorical_rule],
                              *self._complete_trees(ens, dtype), *self._oblivious_trees(ens),
-                             *self._tree_heads(ens, dtype, order), *self._node_arrays(dtype))
+                             *self._tree_heads(ens, dtype, order), *self._node_arrays(dtype),
+                             *self._widened_columns())
         self._model_address = ctypes.addressof(self._model)
         depths = self.depths.astype(np.float64)
         if self.ob_nan_right is not None:  # a level without a node lookup costs less
@@ -349,21 +351,35 @@ class CTreeWalk(CpuRoute):
 
     def _node_arrays(self, dtype: str):
         """The float route's nodes as three arrays (``node_arrays`` in c_walk.c), which
-        deep trees' steps read, and the columns they read in a block widened for its NaN;
-        None where no tree is deeper than the complete-tree copies, and on the double
-        route."""
+        deep trees' steps read; None where no tree is deeper than the complete-tree
+        copies, and on the double route."""
         if dtype != "float32" or not (self.depths > COMPLETE_TREE_MAX_DEPTH).any():
-            return None, None, None, None
+            self.na_feature = None
+            return None, None, None
         self.na_feature = np.ascontiguousarray(self.nodes["feature"])
         self.na_right = np.ascontiguousarray(self.nodes["right"])
         self.na_threshold = np.ascontiguousarray(self.nodes["threshold"])
-        # In a block widened to [x, x with NaN as -inf], a node whose missing values go
-        # left (every leaf does) reads the second half.
-        goes_left = (self.nodes["flags"] & DEFAULT_LEFT) != 0
-        self.na_feature_nan = np.ascontiguousarray(
-            self.na_feature + np.where(goes_left, self.n_features, 0), dtype=np.int32)
-        return (_address(self.na_feature), _address(self.na_right),
-                _address(self.na_threshold), _address(self.na_feature_nan))
+        return _address(self.na_feature), _address(self.na_right), _address(self.na_threshold)
+
+    def _widened_columns(self):
+        """The column each table reads in a block widened to [x, x with NaN as -inf]
+        (``widened_columns`` in c_walk.c): its feature, in the second half where missing
+        values go left (every leaf, and every slot that passes rows on, does). None for
+        a table the model does not have."""
+        def widened(feature, goes_left):
+            return np.ascontiguousarray(feature + np.where(goes_left, self.n_features, 0),
+                                        dtype=np.int32)
+
+        self.wc_node = self.wc_complete = self.wc_head = None
+        if self.na_feature is None and self.ct_start is None and self.hd_start is None:
+            return None, None, None
+        self.wc_node = widened(self.nodes["feature"], (self.nodes["flags"] & DEFAULT_LEFT) != 0)
+        if self.ct_start is not None:
+            self.wc_complete = widened(self.ct_feature, self.ct_default_left)
+        if self.hd_start is not None:
+            self.wc_head = widened(self.hd_feature, self.hd_default_left)
+        return tuple(None if a is None else _address(a)
+                     for a in (self.wc_node, self.wc_complete, self.wc_head))
 
     def _tree_heads(self, ens: TreeEnsemble, dtype: str, order: np.ndarray):
         """The heads of the trees deeper than the complete-tree copies take
@@ -376,8 +392,9 @@ class CTreeWalk(CpuRoute):
         if not takes.any() or not self._walks_copies(ens, dtype):
             self.hd_start = None
             return 0, 0, 0, 0, 0
-        start, feature, threshold, _, reached = _complete_levels(
+        start, feature, threshold, default_left, reached = _complete_levels(
             ens, np.where(takes, HEAD_LEVELS, -1), node_thresholds(ens, dtype))
+        self.hd_default_left = default_left
         kernel_index = np.empty(len(order), np.int64)
         kernel_index[order] = np.arange(len(order))
         entry = np.where(reached >= 0, kernel_index[np.maximum(reached, 0)], 0)

@@ -666,9 +666,10 @@ typedef struct {
  * widened one with these columns. Models of more than NAN_WIDENED_MAX_COLS columns keep
  * the records (the widened block is 8 bytes a column a row). */
 typedef struct {
-    const int32_t *node;      /* per node, as node_arrays' feature; NULL: no widened blocks */
+    const int32_t *node;      /* per node, as node_arrays' feature (NULL: no node arrays) */
     const int32_t *complete;  /* per slot of the complete-tree copies (NULL: none) */
-    const int32_t *head;      /* per slot of the heads (NULL: none) */
+    const int32_t *head;      /* per slot of the heads (NULL: none); all NULL: blocks with
+                                 NaN keep the records */
 } widened_columns;
 #define NAN_WIDENED 1  /* 0: deep trees of blocks with NaN step over the records (A/B) */
 #define NAN_WIDENED_MAX_COLS 4096
@@ -965,8 +966,8 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
     }                                                                                      \
     float *xt = OBLIVIOUS_WALK && ob->n_features && sizeof(T) == sizeof(float)             \
         ? (float *)malloc((size_t)ob->n_features * ROW_BLOCK * sizeof(float)) : NULL;     \
-    float *wide = NAN_WIDENED && CLEAN_STEP##_OK && wc->node && sizeof(T) == sizeof(float) \
-                  && n_cols <= NAN_WIDENED_MAX_COLS                                        \
+    float *wide = NAN_WIDENED && CLEAN_STEP##_OK && sizeof(T) == sizeof(float)             \
+                  && (wc->node || wc->complete || wc->head) && n_cols <= NAN_WIDENED_MAX_COLS\
         ? (float *)malloc((size_t)n_cols * 2 * ROW_BLOCK * sizeof(float)) : NULL;         \
     const node_arrays wide_nodes = {wc->node, na->right, na->threshold};                   \
     const complete_trees wide_ct = {wc->complete ? ct->start : NULL, wc->complete,         \
@@ -1045,7 +1046,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             if (DEEP_ARRAYS && clean && na->feature && sizeof(T) == sizeof(float)          \
                 && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
                 deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
-            else if (DEEP_ARRAYS && wide && !clean && na->feature && depth > GROUP_MAX_DEPTH  \
+            else if (DEEP_ARRAYS && wide && !clean && wide_nodes.feature && depth > GROUP_MAX_DEPTH  \
                      && r0 == 0 && (head_rows == rows || !head_rows)) {                    \
                 if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
                 widened = 1;                                                               \

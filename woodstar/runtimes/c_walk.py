@@ -371,9 +371,9 @@ class CTreeWalk(CpuRoute):
                                         dtype=np.int32)
 
         self.wc_node = self.wc_complete = self.wc_head = None
-        if self.na_feature is None and self.ct_start is None and self.hd_start is None:
-            return None, None, None
-        self.wc_node = widened(self.nodes["feature"], (self.nodes["flags"] & DEFAULT_LEFT) != 0)
+        if self.na_feature is not None:
+            self.wc_node = widened(self.nodes["feature"],
+                                   (self.nodes["flags"] & DEFAULT_LEFT) != 0)
         if self.ct_start is not None:
             self.wc_complete = widened(self.ct_feature, self.ct_default_left)
         if self.hd_start is not None:

@@ -184,11 +184,11 @@ def _with_walk_tables(predict, per_tree_depths, one_column_adds):
 
     def call(X):
         shipped = walk_ops.per_tree_depths, walk_ops.one_column_adds
-        walk_ops.per_tree_depths, walk_ops.one_column_adds = per_tree_depths, one_column_adds
+        walk_ops.use_tables(per_tree_depths, one_column_adds)
         try:
             return predict(X)
         finally:
-            walk_ops.per_tree_depths, walk_ops.one_column_adds = shipped
+            walk_ops.use_tables(*shipped)
     return call
 
 

@@ -76,11 +76,11 @@ def without_tables():
     and its whole leaf vector, as the kernels did without them."""
     def run(kernel, *args):
         shipped = walk_ops.per_tree_depths, walk_ops.one_column_adds
-        walk_ops.per_tree_depths = walk_ops.one_column_adds = False
+        walk_ops.use_tables(False, False)
         try:
             return kernel(*args)
         finally:
-            walk_ops.per_tree_depths, walk_ops.one_column_adds = shipped
+            walk_ops.use_tables(*shipped)
     return run
 
 
@@ -129,8 +129,9 @@ def test_depths_are_the_irs_and_columns_the_trees_outputs(rng, name):
 @pytest.mark.parametrize("backend", ["torch.jit", "torch.compile"])
 def test_a_converted_model_builds_its_tables_once(rng, backend):
     """Through the exporting backends' running programs the operator gets the same
-    tensors call after call: the tables are built on a model's first call only, and
-    the answers are the source model's."""
+    tensors call after call: the tables are built once (at conversion where the Torch
+    operator library serves the operators, on the first call otherwise), every call
+    finds them, and the answers are the source model's."""
     model, X = _deep_forest(rng)
     before = walk_ops._TABLES.builds
     converted = woodstar.convert(model, backend, extra_config={"tree_implementation": "tree_trav"})
@@ -138,9 +139,16 @@ def test_a_converted_model_builds_its_tables_once(rng, backend):
     converted.predict(rows)
     built = walk_ops._TABLES.builds
     assert built > before  # the operator's C kernel ran (a probe at conversion, or here)
+    hits = _table_hits()
     for _ in range(3):
         np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
     assert walk_ops._TABLES.builds == built
+    if walk_ops.kernels_in_torch():
+        assert _table_hits() == hits + 3
+
+
+def _table_hits():
+    return torch.ops.woodstar_walk_ops.table_hits() if walk_ops.kernels_in_torch() else 0
 
 
 def _running_sums(leaf_rows):

@@ -14,6 +14,8 @@ import contextlib
 import torch
 
 from ..lowering.trees._common import TreeStrategyBase
+from ..lowering.trees.perfect_tree_traversal import PerfectTreeTraversalTrees
+from ..lowering.trees.tree_traversal import TreeTraversalTrees
 from ..runtimes import walk_ops
 
 __all__ = ["WALK_KERNELS_ON_CPU", "mark_walks_in_kernels", "walks_in_kernels",
@@ -36,7 +38,18 @@ def mark_walks_in_kernels(module, device) -> bool:
            and walk_ops.register_cpu_kernels())
     for strategy in strategies:
         strategy.walk_as_operator = use and strategy.exports_whole_walk
+        if strategy.walk_as_operator:
+            _hand_tables(strategy)
     return bool(strategies) and all(s.walk_as_operator for s in strategies)
+
+
+def _hand_tables(strategy):
+    """The kernel's tables for this strategy's operator, built now rather than on the
+    first call (``walk_ops.hand_tables``)."""
+    if isinstance(strategy, PerfectTreeTraversalTrees):
+        walk_ops.hand_tables("perfect", strategy.leaf_table, strategy.n_trees, strategy.depth)
+    elif isinstance(strategy, TreeTraversalTrees):
+        walk_ops.hand_tables("node", strategy.roots, strategy.rights32, strategy.leaf_table)
 
 
 def any_walk_as_operator(module) -> bool:

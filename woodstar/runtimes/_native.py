@@ -16,7 +16,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["NativeLibrary", "build", "cache_dir", "find_compiler", "simd_code", "simd_name"]
+__all__ = ["NativeLibrary", "build", "cache_dir", "find_compiler", "find_cxx_compiler",
+           "simd_code", "simd_name"]
 
 
 def cache_dir() -> Path:
@@ -29,6 +30,13 @@ def cache_dir() -> Path:
 
 def find_compiler():
     for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    return None
+
+
+def find_cxx_compiler():
+    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
         if name and shutil.which(name):
             return name
     return None
@@ -82,13 +90,15 @@ def simd_code(name) -> int:
     return {value: key for key, value in _SIMD_NAMES.items()}[name]
 
 
-def build(source: Path, flags, compiler: str) -> Path:
-    """The shared library of ``source`` built with ``compiler`` and ``flags``: from the
-    cache when it is there, else compiled into it (or into the temp dir). The source may
-    lie elsewhere (a benchmark's candidate) and still include this package's headers."""
+def build(source: Path, flags, compiler: str, libraries=("-lm",)) -> Path:
+    """The shared library of ``source`` built with ``compiler`` and ``flags``, linked
+    with ``libraries`` (named after the source, so that a linker that drops unneeded
+    libraries keeps them): from the cache when it is there, else compiled into it (or
+    into the temp dir). The source may lie elsewhere (a benchmark's candidate) and still
+    include this package's headers."""
     source = Path(source)
     text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(HEADERS.glob("*.h")))
-    key = hashlib.sha256(text + " ".join((compiler, *flags)).encode()).hexdigest()[:16]
+    key = hashlib.sha256(text + " ".join((compiler, *flags, *libraries)).encode()).hexdigest()[:16]
     name = f"{source.stem}-{platform.machine()}-{key}.so"
     for directory in (cache_dir(), Path(tempfile.gettempdir()) / f"woodstar-{os.getuid()}"):
         target = directory / name
@@ -102,8 +112,8 @@ def build(source: Path, flags, compiler: str) -> Path:
             continue
         partial = directory / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         result = subprocess.run([compiler, *flags, f"-I{HEADERS}", str(source), "-o",
-                                 str(partial), "-lm"],
-                                capture_output=True, text=True, timeout=120)
+                                 str(partial), *libraries],
+                                capture_output=True, text=True, timeout=300)
         if result.returncode != 0:
             partial.unlink(missing_ok=True)
             raise RuntimeError(f"{compiler} failed: {result.stderr.strip()[:500]}")

@@ -23,20 +23,7 @@
 #define MAX_THREADS 256
 #define MIN_ROWS_PER_THREAD 64
 
-typedef struct {  /* ``walk_spec`` in walk_ops.py */
-    const void *wide;
-    int64_t n_cols;
-    const int32_t *columns;
-    const void *thresholds;
-    const double *leaves;
-    int64_t width;
-    int64_t n_trees;
-    int64_t steps;
-    const int64_t *roots;      /* node walk only, as the next two */
-    const int32_t *rights;
-    const int32_t *depths;     /* per tree, the steps its deepest leaf needs; NULL: steps */
-    const int32_t *tree_columns;  /* per tree, the one leaf column it adds, or -1 for the */
-} walk_spec;                      /* whole vector; NULL: whole vectors */
+#include "walk_ops.h"
 
 typedef void (*walk_rows)(const walk_spec *, int64_t, int64_t, double *);
 

@@ -11,11 +11,21 @@ sets it from ``n_threads``), and none below 64 rows per thread. On a CPU with AV
 AVX2, perfect trees of depth 8 or less walk 16 or 8 float32 rows per vector
 (``simd_walk()`` says which; ``limit_simd_walk`` narrows it, for tests and benchmarks).
 The kernels also read tables derived from the operators' arguments (``walk_tables.py``:
-the node walk's per-tree depths, the trees' one leaf column), built on a model's first
-call and kept while its tensors live unchanged.
+the node walk's per-tree depths, the trees' one leaf column), built once per model and
+kept while its tensors live unchanged.
+
+Where a C++ compiler and Torch's headers are there, the kernels reach the dispatcher
+through a small Torch operator library (``walk_ops_torch.cpp``, built on first use like
+the C library and given its kernels' addresses), so a TorchScript trace or a
+torch.compile program calls them with no Python in between; backends hand it a model's
+tables when they prepare the model (``hand_tables``). Elsewhere, or with
+``WOODSTAR_WALK_OPS_IN_TORCH=0``, the Python functions below are the operators' CPU
+kernels (through ctypes), with the same arguments, checks and sums.
 """
 
 import ctypes
+import os
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -23,11 +33,11 @@ from pathlib import Path
 import torch
 
 from ..lowering.trees.walk_op import node_tree_walk, perfect_tree_walk
-from ._native import NativeLibrary, simd_code, simd_name
+from ._native import NativeLibrary, build, find_cxx_compiler, simd_code, simd_name
 from .walk_tables import NodeTables, node_tables as build_node_tables, perfect_tree_columns
 
 __all__ = ["available", "unavailable_reason", "register_cpu_kernels", "perfect_walk", "node_walk",
-           "simd_walk", "limit_simd_walk"]
+           "simd_walk", "limit_simd_walk", "kernels_in_torch", "hand_tables", "use_tables"]
 
 
 class _WalkSpec(ctypes.Structure):  # ``walk_spec`` in walk_ops.c
@@ -58,6 +68,9 @@ _LIBRARY = NativeLibrary(Path(__file__).with_name("walk_ops.c"),
                          "the tree-walk operators' C kernels")
 _REGISTER_LOCK = threading.Lock()
 _registered = False
+_TORCH_SOURCE = Path(__file__).with_name("walk_ops_torch.cpp")
+_in_torch = None  # whether walk_ops_torch.cpp's kernels serve the operators (once registered)
+torch_library_reason = None  # why they do not, where they do not
 
 
 def simd_walk():
@@ -185,15 +198,95 @@ def _address(array):
     return None if array is None else array.ctypes.data
 
 
+def _torch_library_flags():
+    from torch.utils.cpp_extension import include_paths
+
+    torch_lib = Path(torch.__file__).with_name("lib")
+    flags = ("-O2", "-std=c++20", "-fPIC", "-shared", "-w",
+             f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+             f"-DWOODSTAR_TORCH_VERSION={torch.__version__}",  # part of the cache key
+             *(f"-I{path}" for path in include_paths()))
+    libraries = (f"-L{torch_lib}", f"-Wl,-rpath,{torch_lib}", "-lc10", "-ltorch_cpu", "-ltorch")
+    return flags, libraries
+
+
+def _load_torch_library():
+    """Build and load ``walk_ops_torch.cpp`` and bind it to the C library's kernels;
+    the reason (a string) where it cannot be."""
+    if os.environ.get("WOODSTAR_WALK_OPS_IN_TORCH", "1") == "0":
+        return "switched off (WOODSTAR_WALK_OPS_IN_TORCH=0)"
+    if sys.platform not in ("linux", "darwin"):
+        return "built on Linux and macOS only"
+    compiler = find_cxx_compiler()
+    if compiler is None:
+        return "no C++ compiler found (set CXX, or install g++)"
+    try:
+        flags, libraries = _torch_library_flags()
+        torch.ops.load_library(str(build(_TORCH_SOURCE, flags, compiler, libraries)))
+        lib = _LIBRARY.load()
+        address = ctypes.cast
+        torch.ops.woodstar_walk_ops.bind(address(lib.woodstar_perfect_walk, ctypes.c_void_p).value,
+                                         address(lib.woodstar_node_walk, ctypes.c_void_p).value,
+                                         ctypes.sizeof(_WalkSpec))
+        torch.ops.woodstar_walk_ops.use_tables(per_tree_depths, one_column_adds)
+    except Exception as error:  # noqa: BLE001  (any failure: the Python kernels)
+        return f"the walk operators' Torch library could not be built: {type(error).__name__}: {error}"
+    return None
+
+
 def register_cpu_kernels() -> bool:
-    """Make the C kernels the operators' CPU implementation (once per process); False,
-    and nothing registered, where the library cannot be built."""
-    global _registered
+    """Make the C kernels the operators' CPU implementation (once per process): through
+    the Torch operator library where it builds, else through the Python kernels above;
+    False, and nothing registered, where the C library cannot be built."""
+    global _registered, _in_torch, torch_library_reason
     with _REGISTER_LOCK:
         if not _registered:
             if not available():
                 return False
-            perfect_tree_walk.register_kernel("cpu")(perfect_walk)
-            node_tree_walk.register_kernel("cpu")(node_walk)
+            torch_library_reason = _load_torch_library()
+            _in_torch = torch_library_reason is None
+            if not _in_torch:
+                perfect_tree_walk.register_kernel("cpu")(perfect_walk)
+                node_tree_walk.register_kernel("cpu")(node_walk)
             _registered = True
     return True
+
+
+def kernels_in_torch() -> bool:
+    """Whether the operators' CPU kernels are the Torch operator library's (no Python per
+    call); None before ``register_cpu_kernels``."""
+    return _in_torch
+
+
+def hand_tables(kind, *arguments):
+    """Build the tables the kernel reads for one operator's arguments (``"perfect"``:
+    leaf_table, n_trees, depth; ``"node"``: roots, rights, leaf_table) and hand them to
+    the Torch operator library, which finds them by those tensors at each call. Nothing
+    to do for the Python kernels, which build them on their first call."""
+    if not _in_torch:
+        return
+    if kind == "perfect":
+        leaf_table, n_trees, depth = arguments
+        columns = _TABLES.get((leaf_table,), (n_trees, depth),
+                              lambda table: perfect_tree_columns(n_trees, depth, table))
+        torch.ops.woodstar_walk_ops.set_tables([leaf_table], [n_trees, depth], None,
+                                               _as_tensor(columns))
+    else:
+        roots, rights, leaf_table = arguments
+        tables = node_tables(roots, rights, leaf_table)
+        torch.ops.woodstar_walk_ops.set_tables([roots, rights, leaf_table], [],
+                                               _as_tensor(tables.depths),
+                                               _as_tensor(tables.columns))
+
+
+def _as_tensor(array):
+    return None if array is None else torch.from_numpy(array)
+
+
+def use_tables(depths: bool, columns: bool):
+    """Whether the kernels read the per-tree depths and the trees' one leaf column (A/B
+    timing: without them the sums are the same)."""
+    global per_tree_depths, one_column_adds
+    per_tree_depths, one_column_adds = bool(depths), bool(columns)
+    if _in_torch:
+        torch.ops.woodstar_walk_ops.use_tables(per_tree_depths, one_column_adds)

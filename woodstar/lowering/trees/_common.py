@@ -244,7 +244,9 @@ class TreeStrategyBase(nn.Module):
     def finish_sums(self, raw: torch.Tensor) -> torch.Tensor:
         """(n, n_outputs) tree sums -> aggregated raw scores (mean, base score)."""
         if self.mean:
-            raw = raw / self.n_trees
+            # A float divisor: a trace then holds a double constant, not an int one that
+            # it converts at every call (the quotient is the same).
+            raw = raw / float(self.n_trees)
         return raw + self.base_score
 
     def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:

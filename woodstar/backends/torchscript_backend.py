@@ -51,7 +51,8 @@ class TorchScriptRunner(TorchRunner):
         example = _example(module)
         with torch_threads(options.n_threads):
             with walks_in_kernels(module, device) as every_walk:
-                fast = trace(module, example, device) if any_walk_as_operator(module) else None
+                fast = _frozen(trace(module, example, device)) \
+                    if any_walk_as_operator(module) else None
             if fast is None:  # the walks stay tensor ops: one trace serves both
                 fast = portable = portable if portable is not None else trace(module, example, device)
         super().__init__(module, options, device, model=fast)
@@ -72,15 +73,46 @@ class TorchScriptRunner(TorchRunner):
     def run_tensor(self, x: torch.Tensor, threads=None):
         if self.device.type != "cpu":
             return super().run_tensor(x, threads)
+        with torch_threads(threads or self.options.n_threads):
+            return self._run_on_cpu(x)
+
+    def __call__(self, X, threads=None):
+        if self.device.type != "cpu":
+            return super().__call__(X, threads)
+        n_threads = threads or self.options.n_threads
+        if n_threads is not None and n_threads != torch.get_num_threads():
+            with torch_threads(n_threads):
+                raw, transformed = self._run_on_cpu(torch.from_numpy(X))
+        else:
+            raw, transformed = self._run_on_cpu(torch.from_numpy(X))
+        raw_values = raw.numpy()  # inference tensors on the CPU: no copy, no detach
+        return raw_values, raw_values if transformed is raw else transformed.numpy()
+
+    def _run_on_cpu(self, x):
         # On CPU the profiling executor's specialised plans run no faster than its
         # plain one (docs/benchmarks.md, "torch.jit: the profiling executor"), and
         # building them takes seconds to minutes on a program of tens of thousands of
         # ops (exact float32 sums over a wide input), on the first calls of each shape.
-        with torch.jit.optimized_execution(False):
-            return super().run_tensor(x, threads)
+        # The flag (thread-local) and inference mode are set directly: context managers
+        # written as generators cost a few microseconds each, a sizeable share of a
+        # one-row call.
+        optimize = torch._C._get_graph_executor_optimize()
+        torch._C._set_graph_executor_optimize(False)
+        try:
+            with torch._C._InferenceMode(True):
+                return self._model(x)
+        finally:
+            torch._C._set_graph_executor_optimize(optimize)
 
     def to(self, device):
         return TorchScriptRunner(self.module, self.options, device)
+
+
+def _frozen(traced):
+    """The running trace with its submodules inlined and its buffers as constants (the
+    same tensors, so the walk kernels still find their tables): fewer interpreter steps
+    per call. Only freezing itself, none of ``torch.jit.freeze``'s numeric rewrites."""
+    return torch.jit.freeze(traced, optimize_numerics=False)
 
 
 class RowParts(torch.nn.Module):

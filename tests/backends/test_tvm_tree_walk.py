@@ -204,3 +204,34 @@ def test_kernels_take_whole_calls_tensor_ops_take_parts(rng, sk_models):
         whole = woodstar.convert(model, "tvm", extra_config={"tree_implementation": "tree_trav",
                                                              "batch_size": len(many)})
         np.testing.assert_array_equal(converted.predict(many), whole.predict(many))
+
+
+def test_rows_and_results_change_hands_without_copies_and_stay_intact(rng):
+    """On the CPU the runner hands TVM the rows and takes its results through DLPack:
+    rows at any address or layout give the source's answers (TVM takes only 64-byte
+    aligned data, so others are copied to such), and a call's results, which are
+    TVM's own buffers, are not overwritten by later calls."""
+    from woodstar.backends.tvm_backend import TVM_ALIGNMENT, _aligned
+
+    model, X = forest_classifier(rng)
+    converted = woodstar.convert(model, "tvm")
+    runner = converted._runner("program", "float32")
+    rows = X[rng.integers(0, len(X), 40)].astype(np.float32)
+    rows[rng.random(rows.shape) < 0.1] = np.nan
+    first_raw, _ = runner(np.ascontiguousarray(rows[:7]))
+    kept = first_raw.copy()
+    for _ in range(20):
+        runner(np.ascontiguousarray(rows[7:]))
+    np.testing.assert_array_equal(first_raw, kept)
+
+    store = np.empty(rows.size + 64, np.float32)
+    base = -store.ctypes.data % TVM_ALIGNMENT // 4
+    for offset in (0, 1):  # an aligned array is taken as it is, another one copied
+        placed = store[base + offset:base + offset + rows.size].reshape(rows.shape)
+        placed[...] = rows
+        assert (_aligned(placed) is placed) == (offset == 0)
+        np.testing.assert_array_equal(converted.predict_proba(placed), model.predict_proba(rows))
+    fortran = np.asfortranarray(rows)
+    assert _aligned(fortran).flags.c_contiguous
+    np.testing.assert_array_equal(converted.predict_proba(fortran), model.predict_proba(rows))
+    assert converted.predict_proba(rows[:0]).shape == (0, len(model.classes_))

@@ -150,6 +150,10 @@ class TreeStrategyBase(nn.Module):
         columns = (starts[:, None] + np.arange(ens.leaf_width)[None, :]).reshape(-1)
         self.register_buffer("output_columns", as_buffer(columns, np.int64))
         self.register_buffer("base_score", as_buffer(ens.base_score, np.float64))
+        # A mean's divisor as a float64 buffer, not a Python number: a trace would hold
+        # an int as an int64 constant that every call converts, and the ONNX exporter
+        # writes a float as a float32 constant.
+        self.register_buffer("tree_count", torch.tensor(float(ens.n_trees), dtype=torch.float64))
         self.block_names = []
         blocks = None if self.single_block else output_blocks(ens)
         for b, trees in enumerate(blocks or []):
@@ -244,9 +248,7 @@ class TreeStrategyBase(nn.Module):
     def finish_sums(self, raw: torch.Tensor) -> torch.Tensor:
         """(n, n_outputs) tree sums -> aggregated raw scores (mean, base score)."""
         if self.mean:
-            # A float divisor: a trace then holds a double constant, not an int one that
-            # it converts at every call (the quotient is the same).
-            raw = raw / float(self.n_trees)
+            raw = raw / self.tree_count
         return raw + self.base_score
 
     def sum_outputs(self, per_tree: torch.Tensor) -> torch.Tensor:

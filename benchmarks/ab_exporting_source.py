@@ -1,5 +1,5 @@
-"""Interleaved A/B of the exporting backends that call the walk operators' kernels
-(torch.jit, torch.compile) against a baseline copy of the package: the files in
+"""Interleaved A/B of the exporting backends whose programs run in-process (torch.jit,
+torch.compile, tvm) against a baseline copy of the package: the files in
 ``BASELINE_FILES`` as at a commit, every other file as in the working tree. Each copy
 runs in its own processes (one thread), the two alternating in a shuffled order; each
 process times the backends and, in the same rounds, the default route (``torch``) as
@@ -12,7 +12,7 @@ float64).
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_exporting_source [--commit HEAD]
        [--rounds 4] [--repeats 15] [--models rf_100x8,xgb_300x8] [--rows 1,1000]
-       [--backends torch.jit,torch.compile] [--output FILE]
+       [--backends torch.jit,torch.compile,tvm] [--output FILE]
 """
 
 import argparse
@@ -31,7 +31,7 @@ from benchmarks._processes import ROOT, baseline_tree
 BASELINE_FILES = ("woodstar/runtimes/walk_ops.py", "woodstar/runtimes/walk_ops.c",
                   "woodstar/runtimes/_native.py", "woodstar/backends/_walk_kernels.py",
                   "woodstar/backends/torchscript_backend.py",
-                  "woodstar/lowering/trees/_common.py")
+                  "woodstar/backends/tvm_backend.py", "woodstar/lowering/trees/_common.py")
 
 
 def child(models, rows_list, backends, repeats):
@@ -103,7 +103,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--models", default="rf_100x8,xgb_300x8")
     parser.add_argument("--rows", default="1,1000")
-    parser.add_argument("--backends", default="torch.jit,torch.compile")
+    parser.add_argument("--backends", default="torch.jit,torch.compile,tvm")
     parser.add_argument("--output", type=Path,
                         default=ROOT / "benchmarks/results/exporting_torch_library.json")
     args = parser.parse_args(argv)

@@ -739,13 +739,14 @@ static inline int64_t head_walk_double(const double *xb, int64_t rows, int64_t n
     return 0;
 }
 
-/* Below FEW_ROWS rows without NaN, a group of trees that all have complete-tree copies
- * walks those instead of the nodes: a lane's step reads its slot's feature and threshold
+/* Below FEW_ROWS rows, a group of trees that all have complete-tree copies walks those
+ * instead of the nodes (rows with NaN over their widened copy, see widen_block): a lane's step reads its slot's feature and threshold
  * (4 bytes each; a tree's top four levels share one cache line of each table, where
  * its nodes span several) and goes to 2 slot + 1 or 2 slot + 2. Each lane walks its own
  * tree's depth; the leaves are added per row in tree order. Returns 0 where a tree of
  * the group has no copy. */
 #define FEW_ROWS_COPIES 1  /* 0: few rows keep the node lanes (A/B) */
+#define FEW_ROWS_WIDENED 1  /* 0: few rows with NaN keep the node lanes (A/B) */
 static inline int few_rows_copies_float(const float *x, int64_t n_rows, int64_t n_cols,
                                         const complete_trees *ct, const int32_t *depths,
                                         int64_t t0, int64_t g, int32_t *slot)
@@ -885,9 +886,18 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             int clean = CLEAN_STEP##_OK && ct->start != NULL;                              \
             for (int64_t i = 0; clean && i < n_rows * n_cols; ++i)                         \
                 clean = x[i] == x[i];                                                      \
+            /* rows with NaN walk the copies too, widened as the blocks below are */      \
+            float *few_wide = !clean && FEW_ROWS_WIDENED && NAN_WIDENED && CLEAN_STEP##_OK \
+                              && sizeof(T) == sizeof(float) && ct->start && wc->complete   \
+                              && n_cols <= NAN_WIDENED_MAX_COLS                            \
+                ? (float *)malloc((size_t)n_rows * 2 * n_cols * sizeof(float)) : NULL;    \
+            const complete_trees few_ct = {ct->start, wc->complete, ct->threshold, ct->leaf};\
+            if (few_wide) widen_block((const float *)x, n_rows, n_cols, few_wide);         \
             for (int64_t t0 = 0; t0 < n_trees; t0 += group) {                              \
                 const int64_t g = n_trees - t0 < group ? n_trees - t0 : group;             \
-                if (clean && few_rows_copies_##T(x, n_rows, n_cols, ct, depths, t0, g, at)) {\
+                if ((clean && few_rows_copies_##T(x, n_rows, n_cols, ct, depths, t0, g, at))\
+                    || (few_wide && few_rows_copies_float(few_wide, n_rows, 2 * n_cols,    \
+                                                          &few_ct, depths, t0, g, at))) {  \
                     for (int64_t j = 0; j < g; ++j) /* each row gets the group's trees in order */\
                         for (int64_t r = 0; r < n_rows; ++r) {                             \
                             const ACC *leaf = (const ACC *)ct->leaf + ((int64_t)ct->start[t0 + j]\
@@ -919,6 +929,7 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                             acc[k] += leaf[k];                                             \
                     }                                                                      \
             }                                                                              \
+            free(few_wide);                                                                \
             return;                                                                        \
         }                                                                                  \
         /* Deep trees: lanes are (tree, row) items taken in tree order; a lane whose step  \

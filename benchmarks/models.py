@@ -26,11 +26,13 @@ class ModelSpec:
     n_features: int = 28
     n_classes: int = 2
     params: tuple = ()    # ((key, value), ...) for the estimator
+    missing: float = 0.0  # the share of values set to NaN, in training and test rows
 
     def key(self):
-        text = repr((self.name, self.library, self.n_features, self.n_classes, self.params,
-                     N_TRAIN))
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+        fields = (self.name, self.library, self.n_features, self.n_classes, self.params, N_TRAIN)
+        if self.missing:  # (models without missing values keep their cached files)
+            fields += (self.missing,)
+        return hashlib.sha256(repr(fields).encode()).hexdigest()[:12]
 
 
 MODEL_SPECS = {
@@ -54,6 +56,9 @@ MODEL_SPECS = {
                   params=(("kind", "rf"), ("n_estimators", 100), ("max_depth", 8))),
         ModelSpec("catboost_500x6", "catboost", "CatBoost, 500 symmetric trees, depth 6",
                   params=(("iterations", 500), ("depth", 6))),
+        ModelSpec("xgb_500x8_nan", "xgboost",
+                  "XGBoost, 500 trees, depth 8, 2% of the values missing (NaN)",
+                  params=(("n_estimators", 500), ("max_depth", 8)), missing=0.02),
     ]
 }
 
@@ -63,10 +68,13 @@ QUICK_MODELS = ("rf_100x8", "gbdt_100x3", "scaler_logreg", "lgbm_multi10")
 def _data(spec: ModelSpec, n_rows: int, seed: int):
     from sklearn.datasets import make_classification
 
-    return make_classification(
+    X, y = make_classification(
         n_samples=n_rows, n_features=spec.n_features, n_informative=min(10, spec.n_features),
         n_redundant=min(4, spec.n_features // 4), n_classes=spec.n_classes,
         n_clusters_per_class=1 if spec.n_classes > 4 else 2, random_state=seed)
+    if spec.missing:
+        X[np.random.default_rng(seed).random(X.shape) < spec.missing] = np.nan
+    return X, y
 
 
 def test_rows(spec: ModelSpec, n_rows: int = N_TEST) -> np.ndarray:

@@ -56,6 +56,9 @@ MODEL_SPECS = {
                   params=(("kind", "rf"), ("n_estimators", 100), ("max_depth", 8))),
         ModelSpec("catboost_500x6", "catboost", "CatBoost, 500 symmetric trees, depth 6",
                   params=(("iterations", 500), ("depth", 6))),
+        ModelSpec("logreg_200", "sklearn",
+                  "LogisticRegression alone, 200 features, fitted on float32 rows",
+                  n_features=200, params=(("kind", "logreg"), ("fit_dtype", "float32"))),
         ModelSpec("xgb_500x8_nan", "xgboost",
                   "XGBoost, 500 trees, depth 8, 2% of the values missing (NaN)",
                   params=(("n_estimators", 500), ("max_depth", 8)), missing=0.02),
@@ -86,6 +89,7 @@ def test_rows(spec: ModelSpec, n_rows: int = N_TEST) -> np.ndarray:
 def _train(spec: ModelSpec):
     p = dict(spec.params)
     X, y = _data(spec, N_TRAIN, seed=0)
+    X = X.astype(p.pop("fit_dtype", "float64"))
     if spec.library == "sklearn":
         kind = p.pop("kind")
         if kind == "rf":
@@ -94,6 +98,9 @@ def _train(spec: ModelSpec):
         elif kind == "gbdt":
             from sklearn.ensemble import GradientBoostingClassifier
             model = GradientBoostingClassifier(random_state=0, **p)
+        elif kind == "logreg":
+            from sklearn.linear_model import LogisticRegression
+            model = LogisticRegression(max_iter=1000)
         elif kind == "pipeline":
             from sklearn.linear_model import LogisticRegression
             from sklearn.pipeline import make_pipeline

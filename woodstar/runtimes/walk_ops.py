@@ -168,11 +168,17 @@ def perfect_walk(wide, level_columns, level_thresholds, leaf_table, n_trees, dep
     """``woodstar::perfect_tree_walk`` in C (arguments as the operator's)."""
     columns = _checked(level_columns, torch.int32, "level columns")
     leaf_table = _checked(leaf_table, torch.float64, "the leaf table")
-    trees_columns = _TABLES.get((leaf_table,), (n_trees, depth),
-                                lambda table: perfect_tree_columns(n_trees, depth, table))
+    trees_columns = perfect_tables(leaf_table, n_trees, depth)
     return _call(_LIBRARY.load().woodstar_perfect_walk, wide, level_thresholds, leaf_table,
                  {"columns": columns.data_ptr(), "n_trees": n_trees, "steps": depth,
                   "tree_columns": _address(trees_columns if one_column_adds else None)})
+
+
+def perfect_tables(leaf_table, n_trees, depth):
+    """The perfect walk's one leaf column per tree (None for one output), built on first
+    use."""
+    return _TABLES.get((leaf_table,), (n_trees, depth),
+                       lambda table: perfect_tree_columns(n_trees, depth, table))
 
 
 def node_tables(roots, rights, leaf_table) -> NodeTables:
@@ -210,6 +216,10 @@ def _torch_library_flags():
     return flags, libraries
 
 
+def _entry_point(function) -> int:
+    return ctypes.cast(function, ctypes.c_void_p).value
+
+
 def _load_torch_library():
     """Build and load ``walk_ops_torch.cpp`` and bind it to the C library's kernels;
     the reason (a string) where it cannot be."""
@@ -224,9 +234,8 @@ def _load_torch_library():
         flags, libraries = _torch_library_flags()
         torch.ops.load_library(str(build(_TORCH_SOURCE, flags, compiler, libraries)))
         lib = _LIBRARY.load()
-        address = ctypes.cast
-        torch.ops.woodstar_walk_ops.bind(address(lib.woodstar_perfect_walk, ctypes.c_void_p).value,
-                                         address(lib.woodstar_node_walk, ctypes.c_void_p).value,
+        torch.ops.woodstar_walk_ops.bind(_entry_point(lib.woodstar_perfect_walk),
+                                         _entry_point(lib.woodstar_node_walk),
                                          ctypes.sizeof(_WalkSpec))
         torch.ops.woodstar_walk_ops.use_tables(per_tree_depths, one_column_adds)
     except Exception as error:  # noqa: BLE001  (any failure: the Python kernels)
@@ -267,10 +276,8 @@ def hand_tables(kind, *arguments):
         return
     if kind == "perfect":
         leaf_table, n_trees, depth = arguments
-        columns = _TABLES.get((leaf_table,), (n_trees, depth),
-                              lambda table: perfect_tree_columns(n_trees, depth, table))
         torch.ops.woodstar_walk_ops.set_tables([leaf_table], [n_trees, depth], None,
-                                               _as_tensor(columns))
+                                               _as_tensor(perfect_tables(*arguments)))
     else:
         roots, rights, leaf_table = arguments
         tables = node_tables(roots, rights, leaf_table)

@@ -120,6 +120,49 @@ def test_nan_and_inf_rejected_where_sklearn_rejects_them():
         converted.predict(np.array([[1e300, 0, 0]]))
 
 
+@pytest.mark.parametrize("rows", [1, 42, 43, 200])  # 126 and 129 values: either side of
+def test_nan_and_inf_rejected_on_the_python_path_at_every_size(rows):  # the Python check
+    """The exporting backends check rows in Python (small calls, on Python floats) or
+    with NumPy: the same errors either way, wherever the bad value sits."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from woodstar._input import PYTHON_CHECK_MAX_VALUES
+
+    assert 42 * 3 <= PYTHON_CHECK_MAX_VALUES < 43 * 3
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    model = GradientBoostingRegressor(n_estimators=3).fit(X, X[:, 0])
+    converted = woodstar.convert(model, "torch.jit")
+    clean = rng.normal(size=(rows, 3))
+    np.testing.assert_array_equal(converted.predict(clean), model.predict(clean))
+    for where in (0, -1):
+        bad = clean.copy()
+        bad.flat[where] = np.nan
+        with pytest.raises(ValueError, match="Input contains NaN; GradientBoostingRegressor"):
+            converted.predict(bad)
+        bad.flat[where] = 1e300
+        with pytest.raises(ValueError, match="infinity or a value too large for float32"):
+            converted.predict(bad)
+        bad.flat[where] = -np.inf
+        with pytest.raises(ValueError, match="infinity or a value too large for float32"):
+            converted.predict(np.asfortranarray(bad))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_all_finite_agrees_with_numpy(dtype):
+    from woodstar._input import PYTHON_CHECK_MAX_VALUES, all_finite
+
+    rng = np.random.default_rng(4)
+    for size in (0, 1, PYTHON_CHECK_MAX_VALUES, PYTHON_CHECK_MAX_VALUES + 1, 1000):
+        values = rng.normal(size=(size, 1)).astype(dtype)
+        assert all_finite(values)
+        for bad in (np.nan, np.inf, -np.inf):
+            for where in {0, size // 2, size - 1} if size else ():
+                spoiled = values.copy()
+                spoiled.flat[where] = bad
+                assert not all_finite(spoiled) and not all_finite(np.asfortranarray(spoiled))
+
+
 def test_batches_give_the_same_answer_as_one_call(forest):
     model, X = forest
     whole = woodstar.convert(model, "torch").predict_proba(X)

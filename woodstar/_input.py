@@ -9,13 +9,29 @@ that the schema says are strings or re-coded categories are encoded first
 (``_encode.py``).
 """
 
+import math
+
 import numpy as np
 
 from ._encode import encode_columns
 from ._onnx_feeds import feeds_matrix, needs_feeds
 from .ir import Head
 
-__all__ = ["to_feature_matrix", "feature_matrix_function", "labels_1d", "labels_are_binary"]
+__all__ = ["to_feature_matrix", "feature_matrix_function", "labels_1d", "labels_are_binary",
+           "all_finite"]
+
+# Up to this many values, finiteness is checked on Python floats instead of with a NumPy
+# reduction: as fast or faster on its own, and a NumPy reduction just before a small
+# call's Torch or ONNX Runtime work made that work several microseconds slower
+# (docs/benchmarks.md, "Small calls: the finiteness check").
+PYTHON_CHECK_MAX_VALUES = 128
+
+
+def all_finite(values: np.ndarray) -> bool:
+    """Whether every value of a float array is finite (no NaN, no infinity)."""
+    if values.size <= PYTHON_CHECK_MAX_VALUES:
+        return all(map(math.isfinite, values.ravel().tolist()))
+    return bool(np.logical_and.reduce(np.isfinite(values), axis=None))
 
 
 def _is_dataframe(X):
@@ -248,7 +264,6 @@ def feature_matrix_function(head: Head, schema, source_precision="float64"):
     check_finite = not (head.allows_nan and head.allows_inf)
     source_itemsize = np.dtype(source_precision).itemsize
     dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
-    isfinite, all_true = np.isfinite, np.logical_and.reduce
 
     def run(X, dtype):
         if not (plain and type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == n_features
@@ -259,7 +274,7 @@ def feature_matrix_function(head: Head, schema, source_precision="float64"):
             with np.errstate(over="ignore"):
                 X = in_memory_order(X, target)
         if check_finite and X.size and not (
-                target.itemsize <= source_itemsize and all_true(isfinite(X), axis=None)):
+                target.itemsize <= source_itemsize and all_finite(X)):
             _check_finite(X, head, source_precision)
         return X
 

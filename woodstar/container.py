@@ -6,14 +6,13 @@ the precision and the batches of each call; raw scores become labels in NumPy.
 Programs are built when a call first needs them.
 """
 
-import math
 import os
 
 import numpy as np
 import torch
 
 from . import plan
-from ._input import feature_matrix_function, labels_1d, labels_are_binary
+from ._input import all_finite, feature_matrix_function, labels_1d, labels_are_binary
 from ._options import Options
 from .ir import LinearModel, ModelIR
 from .lowering import choose_strategy, lower_model
@@ -242,7 +241,7 @@ class ConvertedModel:
         raw, transformed = result
         if self._nan_scores_error and np.isnan(raw).any():
             raise ValueError(f"{self.ir.head.estimator}: {self._nan_scores_error}.")
-        if self._scores_must_be_finite and not _all_finite(raw):
+        if self._scores_must_be_finite and not all_finite(raw):
             what = "NaN" if np.isnan(raw).any() else "infinity or a value too large for " \
                 f"{X.dtype}"
             raise ValueError(
@@ -309,12 +308,6 @@ class ConvertedModel:
         if head.decision_rule == "raw_gt_zero":
             return classes.take((raw[:, 0] > 0).astype(np.int64))
         return classes.take(np.argmax(proba, axis=1))
-
-
-def _all_finite(values: np.ndarray) -> bool:
-    if values.size == 1:  # one row's one score: a Python float is checked faster
-        return math.isfinite(values.item())
-    return bool(np.logical_and.reduce(np.isfinite(values), axis=None))
 
 
 def _checked_device(device, backend_cls=None):

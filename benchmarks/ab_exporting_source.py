@@ -31,7 +31,8 @@ from benchmarks._processes import ROOT, baseline_tree
 BASELINE_FILES = ("woodstar/runtimes/walk_ops.py", "woodstar/runtimes/walk_ops.c",
                   "woodstar/runtimes/_native.py", "woodstar/backends/_walk_kernels.py",
                   "woodstar/backends/torchscript_backend.py",
-                  "woodstar/backends/tvm_backend.py", "woodstar/lowering/trees/_common.py")
+                  "woodstar/backends/tvm_backend.py", "woodstar/lowering/trees/_common.py",
+                  "woodstar/_input.py", "woodstar/container.py")
 
 
 def child(models, rows_list, backends, repeats):

@@ -683,6 +683,15 @@ static inline void widen_block(const float *xb, int64_t rows, int64_t n_cols, fl
         }
 }
 
+/* The block widened, on the first walk that needs it. */
+static inline const float *widened_once(const float *xb, int64_t rows, int64_t n_cols,
+                                        float *wide, int *done)
+{
+    if (!*done) widen_block(xb, rows, n_cols, wide);
+    *done = 1;
+    return wide;
+}
+
 /* Steps rows [0, rows) of a clean or widened block from their node in at[] (their
  * entry, or the root) through levels [first_level, depth) of a tree. */
 static inline void deep_steps_float(const float *xb, int64_t rows, int64_t n_cols,
@@ -740,9 +749,10 @@ static inline int64_t head_walk_double(const double *xb, int64_t rows, int64_t n
 }
 
 /* Below FEW_ROWS rows, a group of trees that all have complete-tree copies walks those
- * instead of the nodes (rows with NaN over their widened copy, see widen_block): a lane's step reads its slot's feature and threshold
- * (4 bytes each; a tree's top four levels share one cache line of each table, where
- * its nodes span several) and goes to 2 slot + 1 or 2 slot + 2. Each lane walks its own
+ * instead of the nodes (rows with NaN over their widened copy, see widen_block): a
+ * lane's step reads its slot's feature and threshold (4 bytes each; a tree's top four
+ * levels share one cache line of each table, where its nodes span several) and goes to
+ * 2 slot + 1 or 2 slot + 2. Each lane walks its own
  * tree's depth; the leaves are added per row in tree order. Returns 0 where a tree of
  * the group has no copy. */
 #define FEW_ROWS_COPIES 1  /* 0: few rows keep the node lanes (A/B) */
@@ -1014,13 +1024,12 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                 r0 = complete_walk_##T(xb, rows, n_cols, ct, t, depth, at,                 \
                                        one_sum ? (void *)acc : NULL, leaf,                 \
                                        sizeof(ACC) == sizeof(float), width);               \
-            else if (wide && complete_walks && wide_ct.start) {                            \
-                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
-                widened = 1;                                                               \
-                r0 = complete_walk_float(wide, rows, 2 * n_cols, &wide_ct, t, depth, at,   \
+            else if (wide && complete_walks && wide_ct.start)                              \
+                r0 = complete_walk_float(widened_once((const float *)xb, rows, n_cols, wide,\
+                                                      &widened),                           \
+                                         rows, 2 * n_cols, &wide_ct, t, depth, at,         \
                                          one_sum ? (void *)acc : NULL, leaf,               \
                                          sizeof(ACC) == sizeof(float), width);             \
-            }                                                                              \
             if (r0 && !one_sum) { /* at[]: leaf positions in the tree's copy */            \
                 for (int64_t q = 0; q < r0; ++q)                                           \
                     for (int64_t k = 0; k < width; ++k)                                    \
@@ -1046,11 +1055,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             int64_t head_rows = 0;                                                         \
             if (depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS && clean)                 \
                 head_rows = head_walk_##T(xb, rows, n_cols, hd, t, at);                    \
-            else if (depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS && wide && wide_hd.start) {\
-                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
-                widened = 1;                                                               \
-                head_rows = head_walk_float(wide, rows, 2 * n_cols, &wide_hd, t, at);      \
-            }                                                                              \
+            else if (depth > GROUP_MAX_DEPTH && rows >= HEAD_MIN_ROWS && wide && wide_hd.start)\
+                head_rows = head_walk_float(widened_once((const float *)xb, rows, n_cols, wide,\
+                                                         &widened),                        \
+                                            rows, 2 * n_cols, &wide_hd, t, at);            \
             const int32_t head_levels = head_rows ? (int32_t)hd->levels : 0;               \
             for (int64_t r = r0 > head_rows ? r0 : head_rows; r < rows; ++r)               \
                 at[r] = root;                                                              \
@@ -1058,11 +1066,10 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
                 && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
                 deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
             else if (DEEP_ARRAYS && wide && !clean && wide_nodes.feature && depth > GROUP_MAX_DEPTH  \
-                     && r0 == 0 && (head_rows == rows || !head_rows)) {                    \
-                if (!widened) widen_block((const float *)xb, rows, n_cols, wide);          \
-                widened = 1;                                                               \
-                deep_steps_float(wide, rows, 2 * n_cols, &wide_nodes, head_levels, depth, at);\
-            } else                                                                         \
+                     && r0 == 0 && (head_rows == rows || !head_rows))                      \
+                deep_steps_float(widened_once((const float *)xb, rows, n_cols, wide, &widened),\
+                                 rows, 2 * n_cols, &wide_nodes, head_levels, depth, at);   \
+            else                                                                           \
             for (int32_t level = 0; level < depth; ++level) {                              \
                 int32_t moved = 0;                                                         \
                 const int64_t first = level < head_levels ? head_rows : r0;                \

@@ -6,6 +6,7 @@ process where the library is switched off falls back to the Python kernels with 
 same answers."""
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -147,7 +148,6 @@ def test_without_the_library_the_python_kernels_give_the_same_answers(tmp_path):
     np.save(tmp_path / "x.npy", X)
     here = woodstar.convert(model, "torch.jit").predict_proba(X)
     np.testing.assert_array_equal(here, model.predict_proba(X))
-    import pickle
     with open(tmp_path / "model.pkl", "wb") as f:
         pickle.dump(model, f)
     script = textwrap.dedent(f"""

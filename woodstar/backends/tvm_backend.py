@@ -295,7 +295,7 @@ class TvmRunner(Runner):
         import tvm
 
         _configure_threads(self.options.n_threads)
-        if not self._on_cpu:
+        if not self._on_cpu or not X.size:  # (NumPy gives an empty array any address)
             raw, transformed = self._main(tvm.runtime.tensor(X, device=self._tvm_device))
             return raw.numpy(), transformed.numpy()
         # On the CPU the rows and the results change hands through DLPack, without

@@ -11,7 +11,8 @@ import time
 import numpy as np
 import torch
 
-__all__ = ["check_and_warm", "interleaved_median_ms", "report_row", "write_results"]
+__all__ = ["check_and_warm", "consecutive_mean_ms", "interleaved_median_ms", "report_row",
+           "write_results"]
 
 
 def check_and_warm(fns, X, expected, as_proba, n_classes, tolerance):
@@ -46,6 +47,20 @@ def interleaved_ms(fns, repeats, *args):
 def interleaved_median_ms(fns, X, repeats):
     """{name: median ms of one call of fns[name](X)} over ``repeats`` shuffled rounds."""
     return {k: statistics.median(v) for k, v in interleaved_ms(fns, repeats, X).items()}
+
+
+def consecutive_mean_ms(fns, X, calls):
+    """{name: mean ms of one call of fns[name](X)}, each candidate called ``calls`` times
+    in a row (its model's nodes stay in cache, as for a service calling one model), the
+    candidates in a shuffled order."""
+    times = {}
+    for key in random.sample(list(fns), len(fns)):
+        fn = fns[key]
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(X)
+        times[key] = 1e3 * (time.perf_counter() - start) / calls
+    return times
 
 
 def write_results(path, results, keep_earlier=False):

@@ -18,6 +18,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--setting HEAD_LEVELS=5]  (... converting with a constant of c_walk.py set otherwise)
        [--no-peers]  (no oneDAL or CatBoost in the rounds)
        [--missing 0.01]  (that share of the rows' values NaN)
+       [--warm]  (each candidate's calls of a round in a row, its model in cache)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -34,7 +35,7 @@ import torch
 
 import woodstar
 from woodstar.runtimes import c_walk
-from benchmarks._ab import interleaved_median_ms, write_results
+from benchmarks._ab import consecutive_mean_ms, interleaved_median_ms, write_results
 from benchmarks.candidates import NotAvailable, _native, _onedal, as_proba
 from benchmarks.models import MODEL_SPECS, ModelSpec, load_model, test_rows
 
@@ -95,12 +96,14 @@ def _with_setting(setting, make):
 
 
 def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, candidates=None,
-            settings=(), peers=True, missing=0.0):
+            settings=(), peers=True, missing=0.0, warm=False):
     """``candidate``: one other kernel source (key "candidate"); ``candidates``: several,
     as {name: source} (keys "candidate:<name>"); ``settings``: the shipped kernel with a
     constant of c_walk.py changed, as "NAME=VALUE" (keys "setting:NAME=VALUE");
     ``missing``: the share of the rows' values made NaN (seeded), for models that take
-    missing values."""
+    missing values; ``warm``: each candidate's calls of a round one after another
+    (``consecutive_mean_ms``), not one call each in turn."""
+    timed = consecutive_mean_ms if warm else interleaved_median_ms
     results = []
     for name in names:
         spec = SPECS.get(name) or MODEL_SPECS[name]  # any model of benchmarks/models.py
@@ -143,10 +146,10 @@ def measure(names, threads_list, rows_list, rounds, candidate=None, out=None, ca
                     else:
                         np.testing.assert_array_equal(got, expected, err_msg=key)
                     fn(X)
-                per_round = [interleaved_median_ms(fns, X, _repeats(rows))
-                             for _ in range(rounds)]
+                per_round = [timed(fns, X, _repeats(rows)) for _ in range(rounds)]
                 ratios = {k: [r[k] / r["c-walk"] for r in per_round] for k in fns if k != "c-walk"}
                 row = {"model": name, "threads": threads, "rows": rows, "missing": missing,
+                       "warm": warm,
                        "repeats": _repeats(rows), "rounds": rounds,
                        "median_ms": {k: statistics.median(r[k] for r in per_round) for k in fns},
                        "round_ms": per_round, "wrong_answers": wrong,
@@ -209,6 +212,9 @@ def main(argv=None):
     parser.add_argument("--no-peers", action="store_true",
                         help="time woodstar's kernels only: oneDAL's pool threads, busy "
                              "after its calls, slow the next thread split in the rounds")
+    parser.add_argument("--warm", action="store_true",
+                        help="call each candidate repeatedly in a row within a round (its "
+                             "model stays in cache) instead of one call each in turn")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.node_walk_candidate:
@@ -227,7 +233,8 @@ def main(argv=None):
     several = dict(zip(names, args.candidate)) if len(args.candidate) > 1 else None
     results = measure(args.models, [int(t) for t in args.threads.split(",")],
                       [int(r) for r in args.rows.split(",")], args.rounds, one,
-                      Path(args.out), several, args.setting, not args.no_peers, args.missing)
+                      Path(args.out), several, args.setting, not args.no_peers, args.missing,
+                      args.warm)
     for row in results:
         if one:
             row["candidate"] = names[0]

@@ -164,3 +164,29 @@ def test_the_kernel_takes_the_heads_in_blocks_of_32_rows_or_more(rng, monkeypatc
     assert not np.array_equal(walk(X)[0], predict(ens, X.astype(np.float64))[0])
     np.testing.assert_array_equal(walk(X[:31])[0], predict(ens, X[:31].astype(np.float64))[0])
     assert not np.array_equal(walk(X_nan)[0], predict(ens, X_nan.astype(np.float64))[0])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_clean_blocks_under_sixteen_rows_match_the_reference(rng, monkeypatch, threads):
+    """Deep trees' clean blocks of 16 rows or more step over the node arrays; smaller
+    ones (calls of 8-15 rows, a call's last block) over the arrays in trees of at most
+    DEEP_SMALL_TREE_NODES (512) nodes, over the node records in larger trees. Every size
+    between, a last block of each size, and the walk with no arrays give the same bits."""
+    ens = _deep_ensemble(rng, "vector-leaves")
+    with_arrays = _walk(ens, monkeypatch, c_walk.HEAD_LEVELS, threads)
+    assert with_arrays.na_feature is not None
+    deep_sizes = np.diff(with_arrays.roots)[with_arrays.depths > c_walk.COMPLETE_TREE_MAX_DEPTH]
+    assert (deep_sizes <= 512).any() and (deep_sizes > 512).any()  # both kinds of deep tree
+    monkeypatch.setattr(c_walk.CTreeWalk, "_node_arrays", _no_node_arrays)
+    without_arrays = _walk(ens, monkeypatch, c_walk.HEAD_LEVELS, threads)
+    for rows in [*range(8, 18), 64 + 9, 64 + 15, 64 + 16]:
+        X = _clean_rows(rng, ens, rows)
+        raw = with_arrays(X)[0]
+        np.testing.assert_array_equal(raw, predict(ens, X.astype(np.float64))[0],
+                                      err_msg=f"{rows} rows")
+        np.testing.assert_array_equal(without_arrays(X)[0], raw, err_msg=f"{rows} rows")
+
+
+def _no_node_arrays(walk, dtype):
+    walk.na_feature = None
+    return None, None, None

@@ -652,6 +652,15 @@ typedef struct {
  * registers over three arrays"). */
 #define DEEP_ARRAYS 1  /* 0: deep trees' clean steps read the node records (A/B) */
 #define DEEP_LANES 16
+/* Calls of fewer rows than one 16-row step (8-15 rows: one clean block) take the arrays
+ * only in trees of at most DEEP_SMALL_TREE_NODES nodes. A larger tree's three arrays
+ * spread a step over three cache lines to the record's one, and without 16 rows to
+ * overlap them the step waits on all three. A larger call's last block keeps the arrays
+ * its other blocks have just read; blocks with NaN (widened) keep them too, as they beat
+ * the records' missing-value step. benchmarks/notes.md, "Deep trees: few clean rows of
+ * large trees keep the node records". */
+#define DEEP_MIN_ROWS DEEP_LANES  /* 0: every block takes the arrays (A/B) */
+#define DEEP_SMALL_TREE_NODES 512  /* 0: such calls never take them (A/B) */
 typedef struct {
     const int32_t *feature;   /* per node; NULL: no arrays (the double route) */
     const int32_t *right;
@@ -1063,7 +1072,8 @@ static void NAME(const T *x, int64_t n_rows, int64_t n_cols, const NODE *nodes, 
             for (int64_t r = r0 > head_rows ? r0 : head_rows; r < rows; ++r)               \
                 at[r] = root;                                                              \
             if (DEEP_ARRAYS && clean && na->feature && sizeof(T) == sizeof(float)          \
-                && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows))\
+                && depth > GROUP_MAX_DEPTH && r0 == 0 && (head_rows == rows || !head_rows) \
+                && (n_rows >= DEEP_MIN_ROWS || roots[t + 1] - root <= DEEP_SMALL_TREE_NODES))\
                 deep_steps_float((const float *)xb, rows, n_cols, na, head_levels, depth, at);\
             else if (DEEP_ARRAYS && wide && !clean && wide_nodes.feature && depth > GROUP_MAX_DEPTH  \
                      && r0 == 0 && (head_rows == rows || !head_rows))                      \
@@ -1109,7 +1119,8 @@ DEFINE_WALK(walk_f64_cat_sum32, node64, double, STEP_CATEGORICAL, float, STEP_CA
  * instead of fifteen arguments: ctypes converts each argument on every call). */
 typedef struct {
     const void *nodes;
-    const int32_t *roots, *depths, *out_start;
+    const int32_t *roots;  /* n_trees + 1: tree t's nodes are [roots[t], roots[t + 1]) */
+    const int32_t *depths, *out_start;
     const void *leaf_value;  /* double, or float where sum32 is set */
     int64_t n_trees, width, n_cols, n_out, has_range, sum32;
     double range_lo, range_hi;

@@ -278,7 +278,8 @@ class CTreeWalk(CpuRoute):
                                   + ens.missing_in_range[order] * MISSING_IN_RANGE
                                   + ens.is_categorical[order] * CATEGORICAL)
         self.nodes = nodes
-        self.roots = np.ascontiguousarray(roots, dtype=np.int32)
+        # One entry past the last tree, the node count: the kernel reads a tree's size.
+        self.roots = np.ascontiguousarray(np.append(roots, len(order)), dtype=np.int32)
         self.depths = np.ascontiguousarray(ens.tree_depths(), dtype=np.int32)
         self.out_start = np.ascontiguousarray(ens.tree_output_start, dtype=np.int32)
         # XGBoost's models sum in float32 (leaves are float32 values; the folded base

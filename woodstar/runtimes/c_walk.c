@@ -1449,6 +1449,67 @@ static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows
     return -1;
 }
 
+/* Float64 rows for the float route (c_walk.py, ``_FloatRowsFirst``): x32 gets every
+ * value rounded to float, and unsafe[r] marks a row one of whose values might compare
+ * otherwise once rounded. A comparison can change only where a threshold lies between
+ * a value and its rounding (inclusive), and such a threshold rounds to the same float,
+ * the nearest one to both. So a value is safe when it is a float already (or NaN), or
+ * when its rounding is not the rounding of any threshold of its feature. Those
+ * roundings are kept per feature as a set of float bit patterns: an open-addressing
+ * table of 2^log2size[c] slots from offset[c], at most half full. Out-of-range values
+ * round to +-inf (IEEE 754), as do thresholds beyond float's range. */
+#define ROUND_EMPTY 0xFFFFFFFFu  /* a NaN's bits: no threshold rounds to it */
+
+static inline uint32_t round_slot(uint32_t bits, int64_t log2size)
+{
+    return (bits * 2654435761u) >> (32 - log2size);
+}
+
+/* A float's bits, -0.0 as +0.0: the set compares values, and the two zeros are equal. */
+static inline uint32_t float_bits(float f)
+{
+    union { float f; uint32_t u; } v = {f == 0.0f ? 0.0f : f};
+    return v.u;
+}
+
+/* Fills one feature's table (2^log2size slots, log2size >= 1) with n float values. */
+void woodstar_round_table(const float *values, int64_t n, uint32_t *table, int64_t log2size)
+{
+    const uint32_t mask = ((uint32_t)1 << log2size) - 1;
+    for (uint32_t i = 0; i <= mask; ++i) table[i] = ROUND_EMPTY;
+    for (int64_t k = 0; k < n; ++k) {
+        const uint32_t bits = float_bits(values[k]);
+        uint32_t i = round_slot(bits, log2size);
+        while (table[i] != ROUND_EMPTY && table[i] != bits) i = (i + 1) & mask;
+        table[i] = bits;
+    }
+}
+
+/* Returns the number of rows marked. */
+int64_t woodstar_round_rows(const double *x, int64_t n_rows, int64_t n_cols,
+                            const int64_t *offset, const int64_t *log2size,
+                            const uint32_t *tables, float *x32, uint8_t *unsafe)
+{
+    int64_t marked = 0;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        int moves = 0;
+        for (int64_t c = 0; c < n_cols; ++c) {
+            const double v = x[r * n_cols + c];
+            const float f = (float)v;
+            x32[r * n_cols + c] = f;
+            if ((double)f == v || v != v) continue;
+            const uint32_t *table = tables + offset[c];
+            const uint32_t bits = float_bits(f), mask = ((uint32_t)1 << log2size[c]) - 1;
+            uint32_t i = round_slot(bits, log2size[c]);
+            while (table[i] != ROUND_EMPTY && table[i] != bits) i = (i + 1) & mask;
+            moves |= table[i] == bits;
+        }
+        unsafe[r] = (uint8_t)moves;
+        marked += moves;
+    }
+    return marked;
+}
+
 /* The layouts the Python side must match, checked when the library is loaded. */
 int64_t woodstar_layout(void)
 {

@@ -134,6 +134,13 @@ def _load_once():
     lib.woodstar_simd_walk.restype = ctypes.c_int64
     lib.woodstar_limit_simd_walk.restype = ctypes.c_int64
     lib.woodstar_limit_simd_walk.argtypes = [ctypes.c_int64]
+    lib.woodstar_round_rows.restype = ctypes.c_int64
+    lib.woodstar_round_rows.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_void_p]
+    lib.woodstar_round_table.restype = None
+    lib.woodstar_round_table.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                         ctypes.c_int64]
     lib.woodstar_xgb_link.restype = None
     lib.woodstar_xgb_link.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_int64, ctypes.c_void_p]
@@ -199,6 +206,67 @@ OBLIVIOUS_STEP_COST = 0.25
 # 400 000 was measured and rejected (benchmarks/notes.md, "The thread split: 400 000
 # steps measured and rejected").
 PARALLEL_MIN_STEPS = 220_000
+# Float64 rows of a model that compares in float64 (LightGBM's) walk the float route
+# from this many rows, all but the rows whose rounding could change a comparison
+# (``_FloatRowsFirst``); None leaves them all to the double route.
+FLOAT_ROWS_FIRST_MIN_ROWS = 256
+
+
+class _FloatRowsFirst:
+    """The float route for float64 rows of a model that compares in float64.
+
+    A value's comparison ``x <= t`` can differ from its float32 rounding's only where
+    the threshold ``t`` lies between the two, and then ``t`` rounds to the same float.
+    ``woodstar_round_rows`` (c_walk.c) rounds the rows and marks each row holding a value
+    that is not a float and whose rounding is some threshold's of its feature. The float
+    walk takes every row; the marked ones are walked again by the double route and
+    overwrite theirs. Both walks add the same float64 leaves in tree order, so the sums
+    are the double route's bits. Taken for models without categorical splits or
+    missing-value ranges whose float walk has the SIMD copies (the speed it is for)."""
+
+    def __init__(self, ens: TreeEnsemble, n_threads: int):
+        self.walk = CTreeWalk(ens, "float32", n_threads)
+        self.min_rows = FLOAT_ROWS_FIRST_MIN_ROWS
+        thresholds = node_thresholds(ens, "float64")
+        internal = ens.left >= 0
+        per_feature = [np.unique(thresholds[internal & (ens.feature == f)].astype(np.float32))
+                       for f in range(ens.n_features)]
+        # Per feature, a table of at least twice its roundings' count (``round_rows``).
+        self.log2size = np.array([max(1, int(2 * len(v)).bit_length()) for v in per_feature],
+                                 np.int64)
+        sizes = np.left_shift(1, self.log2size)
+        self.offset = np.ascontiguousarray(np.concatenate([[0], np.cumsum(sizes)[:-1]]),
+                                           dtype=np.int64)
+        self.tables = np.empty(int(sizes.sum()), np.uint32)
+        lib = _load()
+        for f, values in enumerate(per_feature):
+            values = np.ascontiguousarray(values, dtype=np.float32)
+            lib.woodstar_round_table(_address(values), len(values),
+                                     _address(self.tables[self.offset[f]:]), int(self.log2size[f]))
+        self.last_marked = 0
+
+    @classmethod
+    def build(cls, ens: TreeEnsemble, dtype: str, n_threads: int):
+        """The split for this route, or None where it does not apply."""
+        if (FLOAT_ROWS_FIRST_MIN_ROWS is None or dtype != "float64"
+                or ens.input_precision != "float64" or ens.sum_precision == "float32"
+                or ens.has_categorical or ens.has_missing_range or ens.n_features >= 1 << 24
+                or simd_walk() is None):
+            return None
+        return cls(ens, n_threads)
+
+    def sums(self, X: np.ndarray, double_sums) -> np.ndarray:
+        """The trees' sums of float64 rows ``X`` (C-contiguous), as the double route's."""
+        x32 = np.empty(X.shape, np.float32)
+        marked = np.empty(len(X), np.uint8)
+        self.last_marked = _load().woodstar_round_rows(
+            _address(X), len(X), X.shape[1], _address(self.offset), _address(self.log2size),
+            _address(self.tables), _address(x32), _address(marked))
+        out = self.walk._walk_sums(x32)
+        if self.last_marked:
+            rows = np.flatnonzero(marked)
+            out[rows] = double_sums(np.ascontiguousarray(X[rows]))
+        return out
 
 
 def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):
@@ -260,6 +328,7 @@ class CTreeWalk(CpuRoute):
         lib = _load()
         if lib is None:
             raise RuntimeError(unavailable_reason())
+        source = ens
         if not self.supports(ens):
             raise ValueError("the compiled walk does not take linear leaves")
         if ens.sum_precision == "float32":  # float32 base score and leaves (the IR's meaning)
@@ -317,6 +386,7 @@ class CTreeWalk(CpuRoute):
         self.parallel_min_steps = PARALLEL_MIN_STEPS
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
+        self.float_rows = _FloatRowsFirst.build(source, dtype, self.n_threads)
 
     def _walks_copies(self, ens: TreeEnsemble, dtype: str) -> bool:
         """Whether the kernel's SIMD walk takes complete copies (whole trees or heads)
@@ -453,6 +523,13 @@ class CTreeWalk(CpuRoute):
     def _tree_sums(self, X: np.ndarray) -> np.ndarray:
         if X.ndim != 2 or X.shape[1] != self.n_features:  # the kernel would read past it
             raise ValueError(f"expected (n, {self.n_features}) rows, got shape {X.shape}")
+        if self.float_rows is not None and len(X) >= self.float_rows.min_rows:
+            sums = self.float_rows.sums(X, self._walk_sums)
+            self.last_threads = self.float_rows.walk.last_threads
+            return sums
+        return self._walk_sums(X)
+
+    def _walk_sums(self, X: np.ndarray) -> np.ndarray:
         out = np.zeros((len(X), self.n_outputs), self.sum_dtype)
         if len(X):
             parallel = len(X) * self.steps_per_row >= self.parallel_min_steps

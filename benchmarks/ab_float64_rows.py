@@ -1,0 +1,106 @@
+"""A/B of float64 rows on a model that compares in float64 (LightGBM's): the compiled
+walk's float route for every row whose float32 rounding compares the same
+(``_FloatRowsFirst`` in c_walk.py) against the double route for every row.
+
+The public path, ``predict_proba`` of float64 NumPy rows (the benchmark's rows, each
+value moved by about 1e-9 of itself so that none is a float32 value), one model
+converted with each setting; the float64 route is built by a first call while the
+setting holds. Answers are checked equal to the source library's first. Then
+``--rounds`` rounds, each timing every candidate's calls in a row (the model in cache)
+in a shuffled order; reported: median ms per call and the median per-round ratio.
+
+Usage: PYTHONPATH=. python -m benchmarks.ab_float64_rows [--models lgbm_500x256,...]
+       [--rows 256,1000,10000,100000] [--threads 1,2] [--rounds 3]
+       [--output benchmarks/results/float64_rows.json]
+"""
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import woodstar
+from benchmarks.ab_kernel import SPECS
+from benchmarks.models import MODEL_SPECS, load_model, test_rows
+from woodstar.runtimes import c_walk
+
+OUT = Path(__file__).parent / "results" / "float64_rows.json"
+
+
+def _rows(spec, n, rng):
+    return test_rows(spec, n).astype(np.float64) * (1 + 1e-9 * rng.standard_normal((n, spec.n_features)))
+
+
+def _converted(model, spec, threads, float_rows_first):
+    saved = c_walk.FLOAT_ROWS_FIRST_MIN_ROWS
+    c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved if float_rows_first else None
+    try:
+        start = time.perf_counter()
+        converted = woodstar.convert(model, extra_config={"n_threads": threads})
+        converted.predict_proba(_rows(spec, 300, np.random.default_rng(1)))  # the float64 route
+        return converted, time.perf_counter() - start
+    finally:
+        c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved
+
+
+def measure(models, rows_list, threads_list, rounds):
+    results = []
+    for name in models:
+        spec = SPECS.get(name) or MODEL_SPECS[name]
+        model = load_model(spec)
+        for threads in threads_list:
+            torch.set_num_threads(threads)
+            first, first_s = _converted(model, spec, threads, True)
+            double, double_s = _converted(model, spec, threads, False)
+            fns = {"float rows first": first.predict_proba, "double route": double.predict_proba}
+            rng = np.random.default_rng(0)
+            for rows in rows_list:
+                X = _rows(spec, rows, rng)
+                expected = model.predict_proba(X)
+                for key, fn in fns.items():
+                    np.testing.assert_array_equal(fn(X), expected, err_msg=key)
+                calls = max(2, 20_000 // rows)
+                times = {k: [] for k in fns}
+                for _ in range(rounds):
+                    for key in random.sample(list(fns), len(fns)):
+                        start = time.perf_counter()
+                        for _ in range(calls):
+                            fns[key](X)
+                        times[key].append(1e3 * (time.perf_counter() - start) / calls)
+                ratio = statistics.median(a / b for a, b in zip(times["float rows first"],
+                                                                 times["double route"]))
+                row = {"model": name, "threads": threads, "rows": rows, "rounds": rounds,
+                       "median_ms": {k: statistics.median(v) for k, v in times.items()},
+                       "ratio": ratio, "first_call_s": {"float rows first": first_s,
+                                                        "double route": double_s}}
+                results.append(row)
+                print(f"{name} t={threads} rows={rows}  "
+                      + "  ".join(f"{k} {v:.4f} ms" for k, v in row["median_ms"].items())
+                      + f"  ratio {ratio:.3f}", flush=True)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="lgbm_500x256,lgbm_multi10,lgbm_300x255")
+    parser.add_argument("--rows", default="256,1000,10000,100000")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    results = measure(args.models.split(","), [int(r) for r in args.rows.split(",")],
+                      [int(t) for t in args.threads.split(",")], args.rounds)
+    args.output.write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
+        "simd_walk": c_walk.simd_walk(), "results": results}, indent=1) + "\n")
+    print("wrote", args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Float64 rows of a model that compares in float64 (LightGBM's) on the compiled walk's
+float route (``_FloatRowsFirst`` in c_walk.py): every row but those whose rounding to
+float32 could change a comparison. The sums must be the double route's bits, on rows
+built to sit on, next to and between thresholds and their float32 roundings, with NaN,
+infinities and values beyond float32's range."""
+
+import numpy as np
+import pytest
+
+from woodstar.ir.reference import predict
+from woodstar.lowering.trees._common import node_thresholds
+from woodstar.runtimes import c_walk
+
+from tests.lowering.test_strategies import inputs, random_ensemble
+
+pytestmark = pytest.mark.skipif(
+    not c_walk.available() or c_walk.simd_walk() is None,
+    reason="the compiled walk with its SIMD copies (the float route this is for)")
+
+
+def _ensemble(rng, **fields):
+    fields.setdefault("input_precision", "float64")
+    return random_ensemble(rng, n_trees=30, n_features=5, max_depth=10, **fields)
+
+
+def _double_only(ens, monkeypatch, n_threads=1):
+    with monkeypatch.context() as patch:
+        patch.setattr(c_walk, "FLOAT_ROWS_FIRST_MIN_ROWS", None)
+        walk = c_walk.CTreeWalk(ens, "float64", n_threads)
+    assert walk.float_rows is None
+    return walk
+
+
+def _rows_at_thresholds(rng, ens, n):
+    """Rows whose values are a feature's thresholds, the doubles next to them, their
+    float32 roundings and the doubles next to those, random doubles, NaN, +-inf and
+    values beyond float32's range."""
+    thresholds = node_thresholds(ens, "float64")
+    X = inputs(rng, ens.n_features, n=n) + rng.normal(scale=1e-9, size=(n, ens.n_features))
+    for f in range(ens.n_features):
+        own = thresholds[(ens.left >= 0) & (ens.feature == f)]
+        if not len(own):
+            continue
+        t = rng.choice(own, size=n)
+        rounded = t.astype(np.float32).astype(np.float64)
+        near = np.stack([t, np.nextafter(t, np.inf), np.nextafter(t, -np.inf), rounded,
+                         np.nextafter(rounded, np.inf), np.nextafter(rounded, -np.inf),
+                         (t + rounded) / 2])
+        pick = rng.integers(0, len(near), size=n)
+        chosen = near[pick, np.arange(n)]
+        where = rng.random(n) < 0.4
+        X[where, f] = chosen[where]
+    X[rng.random(X.shape) < 0.01] = 1e39
+    X[rng.random(X.shape) < 0.01] = -1e39
+    return np.ascontiguousarray(X)
+
+
+def _off_float_thresholds(rng, ens):
+    """The ensemble with thresholds moved off float32 values (a float64 model's)."""
+    jitter = rng.uniform(1e-9, 1e-7, size=ens.n_nodes) * rng.choice([-1, 1], size=ens.n_nodes)
+    return ens.replace(threshold=np.where(ens.left >= 0, ens.threshold + jitter, ens.threshold))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("case", ["plain", "off-float-thresholds", "vector-leaves"])
+def test_sums_are_the_double_routes_bits(case, n_threads, rng, monkeypatch):
+    fields = dict(leaf_width=2, n_outputs=3) if case == "vector-leaves" else {}
+    ens = _ensemble(rng, **fields)
+    if case == "off-float-thresholds":
+        ens = _off_float_thresholds(rng, ens)
+    walk = c_walk.CTreeWalk(ens, "float64", n_threads)
+    assert walk.float_rows is not None
+    double = _double_only(ens, monkeypatch, n_threads)
+    X = _rows_at_thresholds(rng, ens, 3000)
+    sums = walk._tree_sums(X)
+    assert walk.float_rows.last_marked > 0  # some rows went back to the double route
+    assert walk.float_rows.last_marked < len(X)
+    np.testing.assert_array_equal(sums, double._tree_sums(X))
+    np.testing.assert_array_equal(walk(X)[0], predict(ens, X)[0])
+
+
+def test_float32_values_are_never_walked_twice(rng):
+    ens = _off_float_thresholds(rng, _ensemble(rng))
+    walk = c_walk.CTreeWalk(ens, "float64")
+    X = _rows_at_thresholds(rng, ens, 1000)
+    X[np.abs(X) > 1e38] = np.inf  # rounds to float32 as it is
+    X = X.astype(np.float32).astype(np.float64)
+    raw = walk(X)[0]
+    assert walk.float_rows.last_marked == 0
+    np.testing.assert_array_equal(raw, predict(ens, X)[0])
+
+
+def test_small_calls_keep_the_double_route(rng, monkeypatch):
+    ens = _ensemble(rng)
+    walk = c_walk.CTreeWalk(ens, "float64")
+    X = _rows_at_thresholds(rng, ens, walk.float_rows.min_rows - 1)
+    walk.float_rows.last_marked = -1
+    np.testing.assert_array_equal(walk(X)[0], predict(ens, X)[0])
+    assert walk.float_rows.last_marked == -1
+
+
+@pytest.mark.parametrize("kind", ["float32-comparisons", "categorical", "missing-range",
+                                  "float32-sums"])
+def test_models_that_do_not_take_it(kind, rng):
+    if kind == "missing-range":  # XGBoost's missing=-999: a range test on every node
+        ens = _ensemble(rng, missing_range=(-999.0, -999.0))
+        ens = ens.replace(missing_in_range=ens.left >= 0)
+        assert ens.has_missing_range
+    else:
+        ens = _ensemble(rng, **{"float32-comparisons": dict(input_precision="float32"),
+                                "categorical": dict(categorical=True, categorical_rule="truncate"),
+                                "float32-sums": dict(sum_precision="float32")}[kind])
+    assert c_walk.CTreeWalk(ens, "float64").float_rows is None
+    assert c_walk.CTreeWalk(_ensemble(rng), "float32").float_rows is None
+
+
+def test_lightgbm_on_float64_rows(rng):
+    """LightGBM's own answers on rows at its thresholds, through the public path."""
+    lightgbm = pytest.importorskip("lightgbm")
+    import woodstar
+
+    X = rng.normal(size=(2000, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 > 0.5).astype(int)
+    model = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=63, verbose=-1).fit(X, y)
+    converted = woodstar.convert(model, "torch")
+    ens = converted.ir.ensemble
+    rows = _rows_at_thresholds(rng, ens, 2000)
+    np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
+    np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+
+
+def test_values_next_to_a_zero_threshold(rng, monkeypatch):
+    """The smallest doubles round to a zero of either sign; -0.0 and +0.0 are the same
+    threshold, so a value rounding to either must go back to the double route."""
+    ens = _ensemble(rng)
+    internal = np.flatnonzero(ens.left >= 0)
+    signs = np.where(rng.random(len(internal)) < 0.5, -0.0, 0.0)
+    threshold = ens.threshold.copy()
+    threshold[internal] = signs
+    ens = ens.replace(threshold=threshold)
+    tiny = np.array([5e-324, -5e-324, 1e-46, -1e-46, 0.0, -0.0, 1e-45, -1e-45, 1e-300, -1e-300])
+    X = np.ascontiguousarray(rng.choice(tiny, size=(2000, ens.n_features)))
+    walk = c_walk.CTreeWalk(ens, "float64")
+    sums = walk._tree_sums(X)
+    assert walk.float_rows.last_marked > 0
+    np.testing.assert_array_equal(sums, _double_only(ens, monkeypatch)._tree_sums(X))
+    np.testing.assert_array_equal(walk(X)[0], predict(ens, X)[0])

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import torch
 
-__all__ = ["check_and_warm", "consecutive_mean_ms", "interleaved_median_ms", "report_row",
-           "write_results"]
+__all__ = ["ab_arguments", "check_and_warm", "consecutive_mean_ms", "int_list",
+           "interleaved_median_ms", "report_row", "write_results"]
 
 
 def check_and_warm(fns, X, expected, as_proba, n_classes, tolerance):
@@ -63,9 +63,29 @@ def consecutive_mean_ms(fns, X, calls):
     return times
 
 
-def write_results(path, results, keep_earlier=False):
+def ab_arguments(doc, models, rows, rounds, output):
+    """An argument parser with the options every A/B script takes (``--models``,
+    ``--rows``, ``--rounds``, ``--output``) and these defaults; the script adds its own."""
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--models", default=models, type=lambda text: text.split(","))
+    parser.add_argument("--rows", default=rows, type=int_list)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--output", type=Path, default=output)
+    return parser
+
+
+def int_list(text):
+    """"1,10,100" -> [1, 10, 100] (an option's value)."""
+    return [int(part) for part in text.split(",")]
+
+
+def write_results(path, results, keep_earlier=False, **about):
     """Write ``results`` (rows with model, threads and rows) with the machine and
-    versions; with ``keep_earlier``, cells of an earlier file not measured again stay."""
+    versions, and ``about`` (more such fields); with ``keep_earlier``, cells of an
+    earlier file not measured again stay."""
     if keep_earlier and path.exists():
         measured = {(r["model"], r["threads"], r["rows"]) for r in results}
         earlier = json.loads(path.read_text()).get("results", [])
@@ -73,6 +93,6 @@ def write_results(path, results, keep_earlier=False):
         results.sort(key=lambda r: (r["model"], r["threads"], r["rows"]))
     path.write_text(json.dumps({
         "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__, "numpy": np.__version__,
+        "torch": torch.__version__, "numpy": np.__version__, **about,
         "results": results}, indent=1))
     print(f"wrote {path}")

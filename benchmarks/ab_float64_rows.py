@@ -14,9 +14,6 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_float64_rows [--models lgbm_500x256,
        [--output benchmarks/results/float64_rows.json]
 """
 
-import argparse
-import json
-import platform
 import random
 import statistics
 import time
@@ -26,6 +23,7 @@ import numpy as np
 import torch
 
 import woodstar
+from benchmarks._ab import ab_arguments, int_list, write_results
 from benchmarks.ab_kernel import SPECS
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 from woodstar.runtimes import c_walk
@@ -87,19 +85,12 @@ def measure(models, rows_list, threads_list, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="lgbm_500x256,lgbm_multi10,lgbm_300x255")
-    parser.add_argument("--rows", default="256,1000,10000,100000")
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=OUT)
+    parser = ab_arguments(__doc__, "lgbm_500x256,lgbm_multi10,lgbm_300x255",
+                          "256,1000,10000,100000", 3, OUT)
+    parser.add_argument("--threads", default="1,2", type=int_list)
     args = parser.parse_args(argv)
-    results = measure(args.models.split(","), [int(r) for r in args.rows.split(",")],
-                      [int(t) for t in args.threads.split(",")], args.rounds)
-    args.output.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "simd_walk": c_walk.simd_walk(), "results": results}, indent=1) + "\n")
-    print("wrote", args.output)
+    results = measure(args.models, args.rows, args.threads, args.rounds)
+    write_results(args.output, results, simd_walk=c_walk.simd_walk())
 
 
 if __name__ == "__main__":

@@ -18,17 +18,13 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_onnx_tree_blocks [--models rf_100x8,
 (block 0: the whole forest in one node, the shipped export).
 """
 
-import argparse
-import json
-import platform
 import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 
 import woodstar
-from benchmarks._ab import interleaved_ms
+from benchmarks._ab import ab_arguments, int_list, interleaved_ms, write_results
 from benchmarks.models import MODEL_SPECS, load_model, test_rows
 
 OUT = Path(__file__).parent / "results" / "onnx_tree_blocks.json"
@@ -107,21 +103,13 @@ def measure(models, rows_list, blocks, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="rf_100x8,rf_50x20")
-    parser.add_argument("--rows", default="1,100,1000,20000")
-    parser.add_argument("--blocks", default="0,50,25,10,5,1")
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--output", type=Path, default=OUT)
+    parser = ab_arguments(__doc__, "rf_100x8,rf_50x20", "1,100,1000,20000", 7, OUT)
+    parser.add_argument("--blocks", default="0,50,25,10,5,1", type=int_list)
     args = parser.parse_args(argv)
     import onnxruntime
 
-    results = measure(args.models.split(","), [int(r) for r in args.rows.split(",")],
-                      [int(b) for b in args.blocks.split(",")], args.rounds)
-    args.output.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "onnxruntime": onnxruntime.__version__, "results": results}, indent=1) + "\n")
-    print("wrote", args.output)
+    results = measure(args.models, args.rows, args.blocks, args.rounds)
+    write_results(args.output, results, onnxruntime=onnxruntime.__version__)
 
 
 if __name__ == "__main__":

@@ -114,16 +114,23 @@ def test_models_that_do_not_take_it(kind, rng):
     assert c_walk.CTreeWalk(_ensemble(rng), "float32").float_rows is None
 
 
-def test_lightgbm_on_float64_rows(rng):
-    """LightGBM's own answers on rows at its thresholds, through the public path."""
-    lightgbm = pytest.importorskip("lightgbm")
+@pytest.mark.parametrize("library", ["lightgbm", "sklearn"])
+def test_float64_models_on_float64_rows(library, rng):
+    """LightGBM's and HistGradientBoosting's own answers on rows at their thresholds,
+    through the public path (both compare in float64)."""
     import woodstar
 
     X = rng.normal(size=(2000, 6))
     X[rng.random(X.shape) < 0.05] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 > 0.5).astype(int)
-    model = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=63, verbose=-1).fit(X, y)
+    if library == "lightgbm":
+        lightgbm = pytest.importorskip("lightgbm")
+        model = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=63, verbose=-1).fit(X, y)
+    else:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        model = HistGradientBoostingClassifier(max_iter=40, random_state=0).fit(X, y)
     converted = woodstar.convert(model, "torch")
+    assert converted.ir.ensemble.input_precision == "float64"
     ens = converted.ir.ensemble
     rows = _rows_at_thresholds(rng, ens, 2000)
     np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))

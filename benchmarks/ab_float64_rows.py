@@ -7,7 +7,8 @@ value moved by about 1e-9 of itself so that none is a float32 value), one model
 converted with each setting; the float64 route is built by a first call while the
 setting holds. Answers are checked equal to the source library's first. Then
 ``--rounds`` rounds, each timing every candidate's calls in a row (the model in cache)
-in a shuffled order; reported: median ms per call and the median per-round ratio.
+in a shuffled order; reported: median ms per call and the median per-round ratio. On
+two threads or more a third candidate rounds the rows on the calling thread only.
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_float64_rows [--models lgbm_500x256,...]
        [--rows 256,1000,10000,100000] [--threads 1,2] [--rounds 3]
@@ -35,16 +36,17 @@ def _rows(spec, n, rng):
     return test_rows(spec, n).astype(np.float64) * (1 + 1e-9 * rng.standard_normal((n, spec.n_features)))
 
 
-def _converted(model, spec, threads, float_rows_first):
-    saved = c_walk.FLOAT_ROWS_FIRST_MIN_ROWS
-    c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved if float_rows_first else None
+def _converted(model, spec, threads, float_rows_first, round_on_threads=True):
+    saved = c_walk.FLOAT_ROWS_FIRST_MIN_ROWS, c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS
+    c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved[0] if float_rows_first else None
+    c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS = saved[1] if round_on_threads else 1 << 62
     try:
         start = time.perf_counter()
         converted = woodstar.convert(model, extra_config={"n_threads": threads})
         converted.predict_proba(_rows(spec, 300, np.random.default_rng(1)))  # the float64 route
         return converted, time.perf_counter() - start
     finally:
-        c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved
+        c_walk.FLOAT_ROWS_FIRST_MIN_ROWS, c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS = saved
 
 
 def measure(models, rows_list, threads_list, rounds):
@@ -57,6 +59,9 @@ def measure(models, rows_list, threads_list, rounds):
             first, first_s = _converted(model, spec, threads, True)
             double, double_s = _converted(model, spec, threads, False)
             fns = {"float rows first": first.predict_proba, "double route": double.predict_proba}
+            if threads > 1:  # the rounding pass on the calling thread only
+                one, _ = _converted(model, spec, threads, True, round_on_threads=False)
+                fns["rounding on one thread"] = one.predict_proba
             rng = np.random.default_rng(0)
             for rows in rows_list:
                 X = _rows(spec, rows, rng)
@@ -73,14 +78,17 @@ def measure(models, rows_list, threads_list, rounds):
                         times[key].append(1e3 * (time.perf_counter() - start) / calls)
                 ratio = statistics.median(a / b for a, b in zip(times["float rows first"],
                                                                  times["double route"]))
+                ratios = {k: statistics.median(a / b for a, b in zip(v, times["double route"]))
+                          for k, v in times.items()}
                 row = {"model": name, "threads": threads, "rows": rows, "rounds": rounds,
                        "median_ms": {k: statistics.median(v) for k, v in times.items()},
-                       "ratio": ratio, "first_call_s": {"float rows first": first_s,
+                       "ratio": ratio, "ratio_to_double_route": ratios, "first_call_s": {"float rows first": first_s,
                                                         "double route": double_s}}
                 results.append(row)
                 print(f"{name} t={threads} rows={rows}  "
                       + "  ".join(f"{k} {v:.4f} ms" for k, v in row["median_ms"].items())
-                      + f"  ratio {ratio:.3f}", flush=True)
+                      + "  " + "  ".join(f"{k}/double {v:.3f}" for k, v in ratios.items()
+                                         if k != "double route"), flush=True)
     return results
 
 

@@ -92,7 +92,7 @@ def test_float32_values_are_never_walked_twice(rng):
     np.testing.assert_array_equal(raw, predict(ens, X)[0])
 
 
-def test_small_calls_keep_the_double_route(rng, monkeypatch):
+def test_small_calls_keep_the_double_route(rng):
     ens = _ensemble(rng)
     walk = c_walk.CTreeWalk(ens, "float64")
     X = _rows_at_thresholds(rng, ens, walk.float_rows.min_rows - 1)

@@ -659,7 +659,7 @@ typedef struct {
  * its other blocks have just read; blocks with NaN (widened) keep them too, as they beat
  * the records' missing-value step. benchmarks/notes.md, "Deep trees: few clean rows of
  * large trees keep the node records". */
-#define DEEP_MIN_ROWS DEEP_LANES  /* 0: every block takes the arrays (A/B) */
+#define DEEP_MIN_ROWS DEEP_LANES  /* 0: every call takes the arrays (A/B) */
 #define DEEP_SMALL_TREE_NODES 512  /* 0: such calls never take them (A/B) */
 typedef struct {
     const int32_t *feature;   /* per node; NULL: no arrays (the double route) */

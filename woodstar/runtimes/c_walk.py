@@ -266,14 +266,13 @@ class _FloatRowsFirst:
         marked = np.empty(len(X), np.uint8)
         lib = _load()
 
-        def round_rows(rows):  # rows: a block of row numbers, in order
-            start, stop = int(rows[0]), int(rows[-1]) + 1
-            return np.array([lib.woodstar_round_rows(
+        def round_rows(start, stop):
+            return lib.woodstar_round_rows(
                 _address(X[start:stop]), stop - start, X.shape[1], _address(self.offset),
                 _address(self.log2size), _address(self.tables), _address(x32[start:stop]),
-                _address(marked[start:stop]))])
+                _address(marked[start:stop]))
 
-        self.last_marked = int(self.blocks.run(round_rows, np.arange(len(X))).sum())
+        self.last_marked = sum(self.blocks.run_ranges(round_rows, len(X)))
         out = self.walk._walk_sums(x32)
         if self.last_marked:
             rows = np.flatnonzero(marked)

@@ -11,8 +11,9 @@ from woodstar.ir.reference import predict
 from woodstar.lowering import choose_strategy, get_strategy, lower_tree_ensemble
 
 
-def random_tree(rng, n_features, max_depth, leaf_width, categorical=False):
-    """A random unbalanced tree in pre-order (children after parents)."""
+def random_tree(rng, n_features, max_depth, leaf_width, categorical=False, branch_probability=0.8):
+    """A random unbalanced tree in pre-order (children after parents); a node above
+    max_depth splits with branch_probability (1.0: a complete tree)."""
     feature, threshold, left, right, default_left, values, categories = [], [], [], [], [], [], {}
 
     def grow(depth):
@@ -20,7 +21,7 @@ def random_tree(rng, n_features, max_depth, leaf_width, categorical=False):
         feature.append(-1), threshold.append(0.0), left.append(-1), right.append(-1)
         default_left.append(bool(rng.integers(0, 2)))
         values.append(rng.normal(size=leaf_width))
-        if depth < max_depth and rng.random() < 0.8:
+        if depth < max_depth and rng.random() < branch_probability:
             feature[node] = int(rng.integers(0, n_features))
             threshold[node] = float(np.round(rng.normal(), 1))  # ties with rounded inputs
             if categorical and rng.random() < 0.3:

@@ -42,11 +42,32 @@ def _deep_ensemble(rng, case):
 def _mixed_depths(rng, n_trees, n_features, leaf_width=1, n_outputs=1, **fields):
     builder = EnsembleBuilder(leaf_width)
     for t in range(n_trees):
-        tree = random_tree(rng, n_features, 6 if t % 3 == 2 else 12, leaf_width)
+        if t == 0:  # a complete tree of depth 10: deep, and 2 047 nodes
+            tree = random_tree(rng, n_features, 10, leaf_width, branch_probability=1.0)
+        elif t == 1:  # depth 12 on a narrow path: deep, and few nodes
+            tree = _narrow_tree(rng, n_features, 12, leaf_width)
+        else:
+            tree = random_tree(rng, n_features, 6 if t % 3 == 2 else 12, leaf_width)
         builder.add_tree(**tree, comparison=rng.integers(0, 2, len(tree["feature"])),
                          output_start=t % (n_outputs - leaf_width + 1))
     return builder.build(n_features=n_features, n_outputs=n_outputs,
                          base_score=rng.normal(size=n_outputs), **fields)
+
+
+def _narrow_tree(rng, n_features, depth, leaf_width):
+    """A tree `depth` levels deep whose every split has a leaf on one side (the side drawn
+    at random): 2 * depth + 1 nodes, parents before children."""
+    n = 2 * depth + 1
+    feature, threshold = [-1] * n, [0.0] * n
+    left, right = [-1] * n, [-1] * n
+    for level in range(depth):
+        split, leaf, on = 2 * level, 2 * level + 1, 2 * level + 2  # node, its leaf, the path
+        feature[split] = int(rng.integers(0, n_features))
+        threshold[split] = float(np.round(rng.normal(), 1))  # ties with rounded inputs
+        left[split], right[split] = (leaf, on) if rng.integers(0, 2) else (on, leaf)
+    return dict(feature=feature, threshold=threshold, left=left, right=right,
+                default_left=[bool(b) for b in rng.integers(0, 2, n)],
+                leaf_value=[rng.normal(size=leaf_width) for _ in range(n)], categories={})
 
 
 def _clean_rows(rng, ens, n):

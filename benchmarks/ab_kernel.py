@@ -19,6 +19,7 @@ Usage: PYTHONPATH=. python -m benchmarks.ab_kernel [--threads 1,2] [--rows 1,100
        [--no-peers]  (no oneDAL or CatBoost in the rounds)
        [--missing 0.01]  (that share of the rows' values NaN)
        [--warm]  (each candidate's calls of a round in a row, its model in cache)
+       [--simd avx2]  (every kernel walks with AVX2 at most)
 CatBoost models (catboost_500x6) are also timed against CatBoost's own predictor
 (``native``).
 Writes benchmarks/results/kernel_onedal.json: per cell, each round's medians and the
@@ -72,7 +73,11 @@ def _with_kernel(source, make):
         c_walk.SOURCE = saved_source
 
 
+_SIMD = {"form": "avx512"}  # the widest SIMD form each kernel may take (--simd)
+
+
 def _woodstar(model, threads, X):
+    c_walk.limit_simd_walk(_SIMD["form"])  # the kernel loaded now: the shipped one or a candidate's
     converted = woodstar.convert(model, "torch", extra_config={"cpu_route": "c-walk",
                                                                "n_threads": threads})
     converted.predict_proba(X[:2])  # builds the route now, with the kernel loaded now
@@ -215,8 +220,12 @@ def main(argv=None):
     parser.add_argument("--warm", action="store_true",
                         help="call each candidate repeatedly in a row within a round (its "
                              "model stays in cache) instead of one call each in turn")
+    parser.add_argument("--simd", choices=["avx512", "avx2"], default="avx512",
+                        help="the widest SIMD form every kernel may walk with (avx2: "
+                             "time an AVX2 machine's path on an AVX-512 one)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
+    _SIMD["form"] = args.simd
     if args.node_walk_candidate:
         args.candidate.append(str(_node_walk_only_source()))
         args.candidate_name.append("the node walk only (no SIMD complete-tree walk)")
@@ -240,7 +249,7 @@ def main(argv=None):
             row["candidate"] = names[0]
         elif several:
             row["candidates"] = names
-    write_results(Path(args.out), results, keep_earlier=True)
+    write_results(Path(args.out), results, keep_earlier=True, simd_limit=args.simd)
 
 
 if __name__ == "__main__":

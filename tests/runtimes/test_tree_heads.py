@@ -170,20 +170,23 @@ def test_lightgbm_leaf_wise_trees_match_lightgbm(rng, simd_form):
     np.testing.assert_array_equal(got, model.predict_proba(X_test))
 
 
-def test_the_kernel_takes_the_heads_in_blocks_of_32_rows_or_more(rng, monkeypatch, simd_form):
+def test_the_kernel_takes_the_heads_in_whole_blocks_only(rng, monkeypatch, simd_form):
     """Entries pointed back at each tree's root make the heads' rows walk too few levels:
-    the sums change where the kernel reads the heads (a clean block, and a block with
-    NaN through its widened copy) and nowhere else (one vector of rows)."""
+    the sums change where the kernel reads the heads (a whole block of 64 clean rows,
+    and a whole block with NaN through its widened copy) and nowhere else (a call of 63
+    rows, a call's last block)."""
     ens = _deep_ensemble(rng, "one-output")
     walk = _walk(ens, monkeypatch, c_walk.HEAD_LEVELS)
-    X = _clean_rows(rng, ens, 64)
-    X_nan = X.copy()
+    X = _clean_rows(rng, ens, 64 + 63)
+    X_nan = X[:64].copy()
     X_nan[5, 0] = np.nan
     for tree in np.flatnonzero(walk.hd_start >= 0):
         start = walk.hd_start[tree]
         walk.hd_entry[start:start + (1 << c_walk.HEAD_LEVELS)] = walk.roots[tree]
-    assert not np.array_equal(walk(X)[0], predict(ens, X.astype(np.float64))[0])
-    np.testing.assert_array_equal(walk(X[:31])[0], predict(ens, X[:31].astype(np.float64))[0])
+    raw, expected = walk(X)[0], predict(ens, X.astype(np.float64))[0]
+    assert not np.array_equal(raw[:64], expected[:64])
+    np.testing.assert_array_equal(raw[64:], expected[64:])
+    np.testing.assert_array_equal(walk(X[:63])[0], expected[:63])
     assert not np.array_equal(walk(X_nan)[0], predict(ens, X_nan.astype(np.float64))[0])
 
 

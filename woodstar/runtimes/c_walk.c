@@ -630,10 +630,11 @@ static inline int64_t complete_walk_double(const double *xb, int64_t rows, int64
  * them at their entry with ``levels`` fewer steps. Same comparisons, same leaves, same
  * sums. */
 #define HEAD_WALK 1  /* 0: deep trees walk from the root (A/B) */
-/* Shorter blocks walk from the root: with one vector of rows, each level's gather waits
- * on the last and the head lost to the node walk (benchmarks/notes.md, "Deep trees:
- * heads walked as vectors"). */
-#define HEAD_MIN_ROWS 32
+/* Shorter blocks (a call's last, or a call under 64 rows) walk from the root: with few
+ * vectors of rows each level's gather waits on the last, and since the node walk steps
+ * 16 clean rows in registers, blocks of 32-63 rows were level or faster without heads
+ * (benchmarks/notes.md, "Deep trees: heads in whole blocks only"). */
+#define HEAD_MIN_ROWS ROW_BLOCK
 typedef struct {
     const int32_t *start;     /* per tree: its head's first slot, or -1; NULL: no heads */
     const int32_t *feature;   /* per slot */

@@ -7,11 +7,14 @@ value moved by about 1e-9 of itself so that none is a float32 value), one model
 converted with each setting; the float64 route is built by a first call while the
 setting holds. Answers are checked equal to the source library's first. Then
 ``--rounds`` rounds, each timing every candidate's calls in a row (the model in cache)
-in a shuffled order; reported: median ms per call and the median per-round ratio. On
-two threads or more a third candidate rounds the rows on the calling thread only.
+in a shuffled order; reported: median ms per call and the median per-round ratio. One
+candidate per ``--min-rows`` value (FLOAT_ROWS_FIRST_MIN_ROWS: the calls of that many
+rows or more take the split, in the small-batch entry's C call up to 255 rows and on
+the full path above). On two threads or more another candidate rounds the rows on
+the calling thread only (with the first ``--min-rows`` value).
 
 Usage: PYTHONPATH=. python -m benchmarks.ab_float64_rows [--models lgbm_500x256,...]
-       [--rows 256,1000,10000,100000] [--threads 1,2] [--rounds 3]
+       [--rows 256,1000,10000,100000] [--threads 1,2] [--rounds 3] [--min-rows 256,64]
        [--output benchmarks/results/float64_rows.json]
 """
 
@@ -36,9 +39,10 @@ def _rows(spec, n, rng):
     return test_rows(spec, n).astype(np.float64) * (1 + 1e-9 * rng.standard_normal((n, spec.n_features)))
 
 
-def _converted(model, spec, threads, float_rows_first, round_on_threads=True):
+def _converted(model, spec, threads, min_rows, round_on_threads=True):
+    """The model converted with FLOAT_ROWS_FIRST_MIN_ROWS = min_rows (None: off)."""
     saved = c_walk.FLOAT_ROWS_FIRST_MIN_ROWS, c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS
-    c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = saved[0] if float_rows_first else None
+    c_walk.FLOAT_ROWS_FIRST_MIN_ROWS = min_rows
     c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS = saved[1] if round_on_threads else 1 << 62
     try:
         start = time.perf_counter()
@@ -49,22 +53,27 @@ def _converted(model, spec, threads, float_rows_first, round_on_threads=True):
         c_walk.FLOAT_ROWS_FIRST_MIN_ROWS, c_walk.ROUND_ROWS_PARALLEL_MIN_ROWS = saved
 
 
-def measure(models, rows_list, threads_list, rounds):
+def measure(models, rows_list, threads_list, rounds, min_rows_list, frame=False):
     results = []
     for name in models:
         spec = SPECS.get(name) or MODEL_SPECS[name]
         model = load_model(spec)
         for threads in threads_list:
             torch.set_num_threads(threads)
-            first, first_s = _converted(model, spec, threads, True)
-            double, double_s = _converted(model, spec, threads, False)
-            fns = {"float rows first": first.predict_proba, "double route": double.predict_proba}
+            fns, first_s = {}, {}
+            for min_rows in [None, *min_rows_list]:
+                key = "double route" if min_rows is None else f"from {min_rows} rows"
+                converted, first_s[key] = _converted(model, spec, threads, min_rows)
+                fns[key] = converted.predict_proba
             if threads > 1:  # the rounding pass on the calling thread only
-                one, _ = _converted(model, spec, threads, True, round_on_threads=False)
+                one, _ = _converted(model, spec, threads, min_rows_list[0], round_on_threads=False)
                 fns["rounding on one thread"] = one.predict_proba
             rng = np.random.default_rng(0)
             for rows in rows_list:
                 X = _rows(spec, rows, rng)
+                if frame:  # a DataFrame: the full path, not the small-batch entry
+                    import pandas as pd
+                    X = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
                 expected = model.predict_proba(X)
                 for key, fn in fns.items():
                     np.testing.assert_array_equal(fn(X), expected, err_msg=key)
@@ -76,14 +85,12 @@ def measure(models, rows_list, threads_list, rounds):
                         for _ in range(calls):
                             fns[key](X)
                         times[key].append(1e3 * (time.perf_counter() - start) / calls)
-                ratio = statistics.median(a / b for a, b in zip(times["float rows first"],
-                                                                 times["double route"]))
                 ratios = {k: statistics.median(a / b for a, b in zip(v, times["double route"]))
                           for k, v in times.items()}
                 row = {"model": name, "threads": threads, "rows": rows, "rounds": rounds,
+                       "input": "DataFrame" if frame else "ndarray",
                        "median_ms": {k: statistics.median(v) for k, v in times.items()},
-                       "ratio": ratio, "ratio_to_double_route": ratios, "first_call_s": {"float rows first": first_s,
-                                                        "double route": double_s}}
+                       "ratio_to_double_route": ratios, "first_call_s": first_s}
                 results.append(row)
                 print(f"{name} t={threads} rows={rows}  "
                       + "  ".join(f"{k} {v:.4f} ms" for k, v in row["median_ms"].items())
@@ -96,8 +103,13 @@ def main(argv=None):
     parser = ab_arguments(__doc__, "lgbm_500x256,lgbm_multi10,lgbm_300x255",
                           "256,1000,10000,100000", 3, OUT)
     parser.add_argument("--threads", default="1,2", type=int_list)
+    parser.add_argument("--min-rows", default=str(c_walk.FLOAT_ROWS_FIRST_MIN_ROWS),
+                        type=int_list)
+    parser.add_argument("--frame", action="store_true",
+                        help="the rows as a pandas DataFrame (the full path)")
     args = parser.parse_args(argv)
-    results = measure(args.models, args.rows, args.threads, args.rounds)
+    results = measure(args.models, args.rows, args.threads, args.rounds, args.min_rows,
+                      args.frame)
     write_results(args.output, results, simd_walk=c_walk.simd_walk())
 
 

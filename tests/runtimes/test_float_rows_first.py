@@ -101,6 +101,33 @@ def test_small_calls_keep_the_double_route(rng):
     assert walk.float_rows.last_marked == -1
 
 
+@pytest.mark.parametrize("case", ["plain", "vector-leaves-softmax"])
+def test_the_small_batch_entry_splits_in_its_one_call(case, rng, monkeypatch):
+    """The entry's C call rounds, walks the float route and walks the marked rows again
+    on the double one (``float_rows_first`` in c_walk.c): the double route's bits, and
+    its link, at every size from the split's first row count to the entry's ceiling."""
+    fields = dict(leaf_width=2, n_outputs=3, post_transform="softmax") \
+        if case == "vector-leaves-softmax" else dict(post_transform="sigmoid")
+    ens = _ensemble(rng, **fields)
+    walk = c_walk.CTreeWalk(ens, "float64")
+    entry = c_walk.SmallBatchEntry(walk, 255, False, False, "float64")
+    assert entry._spec.float_m == walk.float_rows.walk._model_address
+    double = c_walk.SmallBatchEntry(_double_only(ens, monkeypatch), 255, False, False, "float64")
+    assert not double._spec.float_m
+    first = walk.float_rows.min_rows
+    marked = 0
+    for n in [first - 1, first, first + 1, 16, 63, 64, 65, 200, 255]:
+        X = _rows_at_thresholds(rng, ens, n)
+        raw, transformed = entry(X)
+        walk.float_rows.sums(X, walk._walk_sums)  # how many rows go back (Python's split)
+        marked += walk.float_rows.last_marked
+        expected = double(X)
+        np.testing.assert_array_equal(raw, expected[0], err_msg=f"{n} rows")
+        np.testing.assert_array_equal(transformed, expected[1], err_msg=f"{n} rows")
+        np.testing.assert_array_equal(raw, predict(ens, X)[0], err_msg=f"{n} rows")
+    assert marked > 0  # rows went back to the double route
+
+
 @pytest.mark.parametrize("kind", ["float32-comparisons", "categorical", "missing-range",
                                   "float32-sums"])
 def test_models_that_do_not_take_it(kind, rng):
@@ -134,9 +161,11 @@ def test_float64_models_on_float64_rows(library, rng):
     converted = woodstar.convert(model, "torch")
     assert converted.ir.ensemble.input_precision == "float64"
     ens = converted.ir.ensemble
-    rows = _rows_at_thresholds(rng, ens, 2000)
-    np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
-    np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+    for n in [9, 100, 255, 2000]:  # the small-batch entry's split, then the full path's
+        rows = _rows_at_thresholds(rng, ens, n)
+        np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
+        np.testing.assert_array_equal(converted.predict(rows), model.predict(rows))
+    assert converted._small_batch["float64"]._spec.float_m  # the entry took the split
 
 
 def test_values_next_to_a_zero_threshold(rng, monkeypatch):

@@ -1340,12 +1340,22 @@ typedef struct {
     int64_t post;
     double scale;
     int64_t width;        /* columns of transformed */
+    /* Double rows of a model that compares in double may take the float walk of the
+     * same trees first (c_walk.py, _FloatRowsFirst; woodstar_round_rows below): */
+    const model *float_m;          /* that walk; NULL: every call on m */
+    int64_t float_min_rows;        /* calls of at least this many rows take it */
+    const int64_t *round_offset;   /* woodstar_round_rows's tables */
+    const int64_t *round_log2size;
+    const uint32_t *round_tables;
 } predict_spec;
 
 static inline double expit(double z) { return 1.0 / (1.0 + exp(-z)); }
 
 static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows, double *raw,
                             double *transformed);
+int64_t woodstar_round_rows(const double *x, int64_t n_rows, int64_t n_cols,
+                            const int64_t *offset, const int64_t *log2size,
+                            const uint32_t *tables, float *x32, uint8_t *unsafe);
 
 int64_t woodstar_predict(const predict_spec *s, const void *x, int64_t x_f64, int64_t n_rows,
                          double *raw, double *transformed)
@@ -1361,6 +1371,29 @@ int64_t woodstar_predict(const predict_spec *s, const void *x, int64_t x_f64, in
     const int64_t result = predict_rows(s, rounded, n_rows, raw, transformed);
     if (rounded != stack) free(rounded);
     return result;
+}
+
+/* The sums of double rows (raw zeroed) as the double walk gives them: every row rounded
+ * and walked by the float walk, the rows marked unsafe walked again by the double one. */
+static int64_t float_rows_first(const predict_spec *s, const double *x, int64_t n_rows,
+                                double *raw)
+{
+    const model *m = s->m;
+    const int64_t n_cols = m->n_cols, n_out = m->n_out, n = n_rows * n_cols;
+    float stack[ROUNDED_ON_STACK];
+    float *x32 = n > ROUNDED_ON_STACK ? (float *)malloc((size_t)n * sizeof(float)) : stack;
+    uint8_t unsafe[SMALL_BATCH_ROWS];
+    if (!x32) return -2;
+    const int64_t marked = woodstar_round_rows(x, n_rows, n_cols, s->round_offset,
+                                               s->round_log2size, s->round_tables, x32, unsafe);
+    woodstar_walk_f32_range(s->float_m, (const char *)x32, n_rows, (char *)raw);
+    for (int64_t r = 0; marked && r < n_rows; ++r) {
+        if (!unsafe[r]) continue;
+        for (int64_t k = 0; k < n_out; ++k) raw[r * n_out + k] = 0.0;
+        woodstar_walk_f64_range(m, (const char *)(x + r * n_cols), 1, (char *)(raw + r * n_out));
+    }
+    if (x32 != stack) free(x32);
+    return 0;
 }
 
 static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows, double *raw,
@@ -1416,7 +1449,11 @@ static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows
     }
     const int64_t cells = n_rows * n_out;
     for (int64_t i = 0; i < cells; ++i) raw[i] = 0.0;
-    walk(m, (const char *)x, n_rows, (char *)raw);
+    if (s->float_m && s->rows_f64 && n_rows >= s->float_min_rows) {
+        if (float_rows_first(s, (const double *)x, n_rows, raw) < 0) return -2;
+    } else {
+        walk(m, (const char *)x, n_rows, (char *)raw);
+    }
     if (s->mean_trees)
         for (int64_t i = 0; i < cells; ++i) raw[i] /= (double)s->mean_trees;
     if (s->base)

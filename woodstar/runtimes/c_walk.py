@@ -79,7 +79,9 @@ class _PredictSpec(ctypes.Structure):  # ``predict_spec`` in c_walk.c
                 ("check", ctypes.c_int64), ("limit", ctypes.c_double),
                 ("mean_trees", ctypes.c_int64), ("base", ctypes.c_void_p),
                 ("post", ctypes.c_int64), ("scale", ctypes.c_double),
-                ("width", ctypes.c_int64)]
+                ("width", ctypes.c_int64), ("float_m", ctypes.c_void_p),
+                ("float_min_rows", ctypes.c_int64), ("round_offset", ctypes.c_void_p),
+                ("round_log2size", ctypes.c_void_p), ("round_tables", ctypes.c_void_p)]
 
 
 _state = {}  # "lib" or "reason", once per process
@@ -209,8 +211,10 @@ OBLIVIOUS_STEP_COST = 0.25
 PARALLEL_MIN_STEPS = 220_000
 # Float64 rows of a model that compares in float64 (LightGBM's) walk the float route
 # from this many rows, all but the rows whose rounding could change a comparison
-# (``_FloatRowsFirst``); None leaves them all to the double route.
-FLOAT_ROWS_FIRST_MIN_ROWS = 256
+# (``_FloatRowsFirst``; in the small-batch entry's C call too); None leaves them all to
+# the double route. Fewer rows walk trees side by side, as fast on either route
+# (benchmarks/notes.md, "Float64 rows on the float route in small calls").
+FLOAT_ROWS_FIRST_MIN_ROWS = 8
 ROUND_ROWS_PARALLEL_MIN_ROWS = 2048
 
 
@@ -662,6 +666,13 @@ class SmallBatchEntry:
                                   walk.n_trees if walk.mean else 0,
                                   _address(self._base) if walk.add_base else None,
                                   post, float(walk.post_transform_scale), self.width)
+        float_rows = walk.float_rows  # double rows through the float walk first, in C
+        if float_rows is not None:
+            self._spec.float_m = float_rows.walk._model_address
+            self._spec.float_min_rows = float_rows.min_rows
+            self._spec.round_offset = _address(float_rows.offset)
+            self._spec.round_log2size = _address(float_rows.log2size)
+            self._spec.round_tables = _address(float_rows.tables)
         self._spec_address = ctypes.addressof(self._spec)
         self._predict = _load().woodstar_predict
         self._cells = self.n_outputs + (0 if self._numpy_link else self.width)

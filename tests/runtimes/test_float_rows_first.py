@@ -184,3 +184,31 @@ def test_values_next_to_a_zero_threshold(rng, monkeypatch):
     assert walk.float_rows.last_marked > 0
     np.testing.assert_array_equal(sums, _double_only(ens, monkeypatch)._tree_sums(X))
     np.testing.assert_array_equal(walk(X)[0], predict(ens, X)[0])
+
+
+def test_the_float64_route_shares_the_containers_float_walk(rng):
+    """The container builds its float32 route at convert time; the float64 route's
+    float walk is that same walk, not a second copy of the tables."""
+    lightgbm = pytest.importorskip("lightgbm")
+    import woodstar
+
+    X = rng.normal(size=(1000, 5))
+    model = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=31, verbose=-1).fit(X, X[:, 0] > 0)
+    converted = woodstar.convert(model, "torch", extra_config={"n_threads": 1})
+    rows = _rows_at_thresholds(rng, converted.ir.ensemble, 300)
+    np.testing.assert_array_equal(converted.predict_proba(rows), model.predict_proba(rows))
+    float32_route = converted._cpu_runner("c-walk", "float32").program
+    float64_route = converted._cpu_runner("c-walk", "float64").program
+    assert float64_route.float_rows.walk is float32_route
+
+
+def test_a_float_walk_is_shared_only_for_its_own_ensemble_and_threads(rng):
+    ens, other = _ensemble(rng), _ensemble(rng)
+    walk = c_walk.CTreeWalk(ens, "float32", 1)
+    assert c_walk._float_walk(ens, 1) is walk
+    assert c_walk._float_walk(ens, 2) is not walk  # another thread count
+    # an entry left by an ensemble whose id the new one took over
+    c_walk._FLOAT_WALKS[(id(other), 1)] = walk
+    assert c_walk._float_walk(other, 1) is not walk
+    X = _rows_at_thresholds(rng, other, 50)
+    np.testing.assert_array_equal(c_walk.CTreeWalk(other, "float64")(X)[0], predict(other, X)[0])

@@ -24,6 +24,7 @@ input check, the walk, the mean, the base score and the link in one native call
 import ctypes
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -231,7 +232,7 @@ class _FloatRowsFirst:
     missing-value ranges whose float walk has the SIMD copies (the speed it is for)."""
 
     def __init__(self, ens: TreeEnsemble, n_threads: int):
-        self.walk = CTreeWalk(ens, "float32", n_threads)
+        self.walk = _float_walk(ens, n_threads)
         self.min_rows = FLOAT_ROWS_FIRST_MIN_ROWS
         # The rounding pass on the walk's threads from this many rows (ctypes lets go of
         # the GIL): about a tenth of a call's time on one thread.
@@ -282,6 +283,19 @@ class _FloatRowsFirst:
             rows = np.flatnonzero(marked)
             out[rows] = double_sums(np.ascontiguousarray(X[rows]))
         return out
+
+
+# The float walks built, by the ensemble they were built from and their thread count:
+# the float64 route's float walk (``_FloatRowsFirst``) is the container's float32 route
+# where one exists (built at convert time), not a second copy of the same tables.
+_FLOAT_WALKS = weakref.WeakValueDictionary()
+
+
+def _float_walk(ens: TreeEnsemble, n_threads: int) -> "CTreeWalk":
+    walk = _FLOAT_WALKS.get((id(ens), n_threads))
+    if walk is None or walk.source() is not ens:  # none, or one of a dead ensemble's id
+        walk = CTreeWalk(ens, "float32", n_threads)
+    return walk
 
 
 def _complete_levels(ens: TreeEnsemble, levels: np.ndarray, node_threshold: np.ndarray):
@@ -401,6 +415,9 @@ class CTreeWalk(CpuRoute):
         self.parallel_min_steps = PARALLEL_MIN_STEPS
         self.n_threads = max(1, int(n_threads))
         self.last_threads = 0
+        self.source = weakref.ref(source)
+        if dtype == "float32":
+            _FLOAT_WALKS[(id(source), self.n_threads)] = self
         self.float_rows = _FloatRowsFirst.build(source, dtype, self.n_threads)
 
     def _walks_copies(self, ens: TreeEnsemble, dtype: str) -> bool:

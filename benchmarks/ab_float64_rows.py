@@ -107,10 +107,14 @@ def main(argv=None):
                         type=int_list)
     parser.add_argument("--frame", action="store_true",
                         help="the rows as a pandas DataFrame (the full path)")
+    parser.add_argument("--simd", choices=["avx512", "avx2"], default="avx512",
+                        help="the widest SIMD form the walk may take (avx2: an AVX2 "
+                             "machine's path on an AVX-512 one)")
     args = parser.parse_args(argv)
+    c_walk.limit_simd_walk(args.simd)
     results = measure(args.models, args.rows, args.threads, args.rounds, args.min_rows,
                       args.frame)
-    write_results(args.output, results, simd_walk=c_walk.simd_walk())
+    write_results(args.output, results, simd_walk=c_walk.simd_walk(), simd_limit=args.simd)
 
 
 if __name__ == "__main__":

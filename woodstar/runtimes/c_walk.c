@@ -1449,7 +1449,8 @@ static int64_t predict_rows(const predict_spec *s, const void *x, int64_t n_rows
     }
     const int64_t cells = n_rows * n_out;
     for (int64_t i = 0; i < cells; ++i) raw[i] = 0.0;
-    if (s->float_m && s->rows_f64 && n_rows >= s->float_min_rows) {
+    if (s->float_m && s->rows_f64 && n_rows >= s->float_min_rows
+        && n_rows <= SMALL_BATCH_ROWS) {  /* float_rows_first's flags sit on the stack */
         if (float_rows_first(s, (const double *)x, n_rows, raw) < 0) return -2;
     } else {
         walk(m, (const char *)x, n_rows, (char *)raw);
